@@ -1,0 +1,16 @@
+//! Generates the CRI and containerd-events gRPC clients from proto/ with protox, so the
+//! build needs no system protoc.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let files = [
+        "runtime/v1/api.proto",
+        "containerd/events.proto",
+        "containerd/events/task.proto",
+    ];
+    println!("cargo:rerun-if-changed=../proto");
+    let descriptors = protox::compile(files, ["../proto"])?;
+    tonic_prost_build::configure()
+        .build_server(false)
+        .compile_fds(descriptors)?;
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! `wasmlet run`: wires the config, the runtime client, the source, the PLEG, the SyncLoop
+//! and the HTTP endpoints together, and runs until a signal.
+
+use crate::config::NodeConfig;
+use crate::cri::pod_config::NodeContext;
+use crate::cri::{CriClient, CriError};
+use crate::health::Health;
+use crate::pleg::{self, Pleg};
+use crate::pod_worker::NodeRuntime;
+use crate::server::{self, ServerState};
+use crate::source::{self, SourceSnapshot};
+use crate::status::StatusStore;
+use crate::syncloop::{SyncLoop, SyncLoopInputs};
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+/// Why the node agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create root dir {dir}: {source}")]
+    RootDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot serve {what} on {addr}: {source}")]
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Runtime(#[from] CriError),
+    #[error("cannot install the signal handler: {0}")]
+    Signal(#[source] std::io::Error),
+}
+
+/// Upstream's PLEG health threshold (`genericPlegRelistThreshold`).
+const PLEG_THRESHOLD: Duration = Duration::from_secs(180);
+
+/// Waits until the runtime answers `Version`, retrying with back-off; returns its name.
+async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> String {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match cri.version().await {
+            Ok(version) => {
+                info!(
+                    runtime = %version.runtime_name,
+                    version = %version.runtime_version,
+                    api = %version.runtime_api_version,
+                    "container runtime ready"
+                );
+                return version.runtime_name;
+            }
+            Err(error) => {
+                warn!(%endpoint, %error, retry_ms = delay.as_millis() as u64, "container runtime not ready");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Runs the node agent until SIGTERM or SIGINT. Pods keep running when it stops, as upstream.
+pub async fn run(config: NodeConfig) -> Result<(), StartError> {
+    let kubelet = &config.kubelet;
+    std::fs::create_dir_all(&config.root_dir).map_err(|source| StartError::RootDir {
+        dir: config.root_dir.clone(),
+        source,
+    })?;
+    info!(node = %config.node_name, node_ip = %config.node_ip, root_dir = %config.root_dir.display(), "starting wasmlet");
+
+    let store = Arc::new(StatusStore::default());
+    let syncloop_threshold = (kubelet.sync_frequency * 2).max(Duration::from_secs(300));
+    let health = Arc::new(Health::new(syncloop_threshold, PLEG_THRESHOLD));
+    let (source_tx, source_rx) = watch::channel(Arc::new(SourceSnapshot::default()));
+
+    let state = ServerState {
+        store: store.clone(),
+        health: health.clone(),
+        source: source_rx.clone(),
+    };
+    if kubelet.read_only_port != 0 {
+        let ip: IpAddr = kubelet.address.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let addr = SocketAddr::new(ip, kubelet.read_only_port);
+        server::serve(addr, server::read_only_router(state.clone()))
+            .await
+            .map_err(|source| StartError::Bind { what: "readOnlyPort", addr, source })?;
+        info!(%addr, "serving the read-only port");
+    }
+    if kubelet.healthz_port != 0 {
+        let ip: IpAddr = kubelet.healthz_bind_address.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let addr = SocketAddr::new(ip, kubelet.healthz_port);
+        server::serve(addr, server::healthz_router(state))
+            .await
+            .map_err(|source| StartError::Bind { what: "healthzPort", addr, source })?;
+        info!(%addr, "serving healthz");
+    }
+
+    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
+    let runtime_name = wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
+
+    let node = Arc::new(NodeRuntime {
+        cri: cri.clone(),
+        node: NodeContext {
+            node_name: config.node_name.clone(),
+            node_ip: config.node_ip.to_string(),
+            pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
+            machine_memory_bytes: crate::resources::machine_memory_bytes(),
+        },
+        store,
+        runtime_name,
+        sync_frequency: kubelet.sync_frequency,
+        container_backoff: config.wasmlet.container_restart_back_off,
+        image_backoff: config.wasmlet.image_pull_back_off,
+    });
+
+    let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);
+    let (runtime_pods_tx, runtime_pods_rx) = watch::channel(HashSet::new());
+    let pleg = Pleg::new(cri, &config.node_name, config.wasmlet.pleg_relist_period, health.clone());
+    tokio::spawn(pleg.run(pleg_tx, runtime_pods_tx));
+
+    match &kubelet.static_pod_path {
+        Some(path) => {
+            tokio::spawn(source::run_static_source(
+                PathBuf::from(path),
+                config.node_name.clone(),
+                kubelet.file_check_frequency,
+                source_tx,
+            ));
+        }
+        None => {
+            info!("no staticPodPath configured: running no static pods");
+            let _ = source_tx.send(Arc::new(SourceSnapshot { ready: true, ..Default::default() }));
+        }
+    }
+
+    let syncloop = SyncLoop::new(
+        node,
+        health,
+        kubelet.max_pods as usize,
+        config.wasmlet.housekeeping_period,
+    );
+    let inputs = SyncLoopInputs {
+        source: source_rx,
+        pleg_events: pleg_rx,
+        runtime_pods: runtime_pods_rx,
+    };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(StartError::Signal)?;
+    tokio::select! {
+        _ = syncloop.run(inputs) => warn!("sync loop ended"),
+        _ = tokio::signal::ctrl_c() => info!("interrupted; exiting (pods keep running)"),
+        _ = terminate.recv() => info!("terminated; exiting (pods keep running)"),
+    }
+    Ok(())
+}

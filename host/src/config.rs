@@ -1,0 +1,265 @@
+//! Node configuration: a KubeletConfiguration document, an optional WasmletConfiguration
+//! document in the same file, and command-line flags with the kubelet's names on top.
+
+pub mod duration;
+pub mod kubelet;
+pub mod wasmlet;
+
+pub use kubelet::KubeletConfiguration;
+pub use wasmlet::{BackOffConfig, WasmletConfiguration};
+
+use serde::de::DeserializeOwned;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+const KUBELET_API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
+const WASMLET_API_VERSION: &str = "wasmlet.dev/v1alpha1";
+
+/// Why a config file was refused; each names the file and, where there is one, the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: document {index}: {message}")]
+    Document {
+        file: PathBuf,
+        index: usize,
+        message: String,
+    },
+    #[error("{file}: field `{field}`: {message}")]
+    Field {
+        file: PathBuf,
+        field: String,
+        message: String,
+    },
+    #[error("flag --{flag}: {message}")]
+    Flag { flag: String, message: String },
+}
+
+/// Flags that override the file, named as the kubelet names them.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub root_dir: Option<PathBuf>,
+    pub hostname_override: Option<String>,
+    pub node_ip: Option<String>,
+    pub container_runtime_endpoint: Option<String>,
+    pub pod_manifest_path: Option<String>,
+    pub read_only_port: Option<u16>,
+    pub healthz_port: Option<u16>,
+    pub max_pods: Option<i64>,
+}
+
+/// Everything the node runs with, after the file and the flags are merged.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub kubelet: KubeletConfiguration,
+    pub wasmlet: WasmletConfiguration,
+    /// `--root-dir`: pod directories and wasmlet's own state (upstream: /var/lib/kubelet).
+    pub root_dir: PathBuf,
+    /// `--hostname-override`, else the machine's hostname, lower-cased as upstream does.
+    pub node_name: String,
+    /// `--node-ip`, else the address of the interface that holds the default route.
+    pub node_ip: IpAddr,
+}
+
+/// A warning the caller logs: the config loads, but something in it is ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigWarning {
+    pub field: String,
+    pub message: String,
+}
+
+impl NodeConfig {
+    /// Loads `file` (if given), applies `overrides`, and fills in what the machine decides.
+    pub fn load(
+        file: Option<&Path>,
+        overrides: &Overrides,
+    ) -> Result<(Self, Vec<ConfigWarning>), ConfigError> {
+        let (mut kubelet, wasmlet, warnings) = match file {
+            Some(path) => parse_file(path)?,
+            None => Default::default(),
+        };
+        if let Some(endpoint) = &overrides.container_runtime_endpoint {
+            kubelet.container_runtime_endpoint = endpoint.clone();
+        }
+        if let Some(path) = &overrides.pod_manifest_path {
+            kubelet.static_pod_path = Some(path.clone());
+        }
+        if let Some(port) = overrides.read_only_port {
+            kubelet.read_only_port = port;
+        }
+        if let Some(port) = overrides.healthz_port {
+            kubelet.healthz_port = port;
+        }
+        if let Some(max) = overrides.max_pods {
+            kubelet.max_pods = max;
+        }
+        let file_name = file.map(Path::to_path_buf).unwrap_or_default();
+        kubelet
+            .validate()
+            .map_err(|(field, message)| ConfigError::Field {
+                file: file_name.clone(),
+                field,
+                message,
+            })?;
+        wasmlet
+            .validate()
+            .map_err(|(field, message)| ConfigError::Field {
+                file: file_name,
+                field,
+                message,
+            })?;
+        let node_name = match &overrides.hostname_override {
+            Some(name) => name.to_lowercase(),
+            None => machine_hostname().to_lowercase(),
+        };
+        if node_name.is_empty() || !is_dns_subdomain(&node_name) {
+            return Err(ConfigError::Flag {
+                flag: "hostname-override".into(),
+                message: format!("node name {node_name:?} is not a valid DNS subdomain"),
+            });
+        }
+        let node_ip = match &overrides.node_ip {
+            Some(text) => text.parse().map_err(|_| ConfigError::Flag {
+                flag: "node-ip".into(),
+                message: format!("{text:?} is not an IP address"),
+            })?,
+            None => default_route_address(),
+        };
+        let root_dir = overrides
+            .root_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/var/lib/kubelet"));
+        Ok((
+            Self {
+                kubelet,
+                wasmlet,
+                root_dir,
+                node_name,
+                node_ip,
+            },
+            warnings,
+        ))
+    }
+}
+
+type Parsed = (KubeletConfiguration, WasmletConfiguration, Vec<ConfigWarning>);
+
+fn parse_file(path: &Path) -> Result<Parsed, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    parse_str(path, &text)
+}
+
+/// Parses the documents of one config file; `path` only names it in errors.
+pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
+    let mut kubelet = None;
+    let mut wasmlet = None;
+    let mut warnings = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let doc_error = |message: String| ConfigError::Document {
+            file: path.to_path_buf(),
+            index,
+            message,
+        };
+        let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document).map_err(|e| doc_error(e.to_string()))?;
+        if value.is_null() {
+            continue;
+        }
+        let mapping = value
+            .as_mapping()
+            .ok_or_else(|| doc_error("is not a mapping".into()))?;
+        let text_of = |key: &str| mapping.get(key).and_then(|v| v.as_str()).unwrap_or("");
+        match (text_of("apiVersion"), text_of("kind")) {
+            (KUBELET_API_VERSION, "KubeletConfiguration") => {
+                warn_unknown(mapping, kubelet::KNOWN_FIELDS, kubelet::NOT_YET_IMPLEMENTED, &mut warnings);
+                kubelet = Some(typed::<KubeletConfiguration>(path, &value)?);
+            }
+            (WASMLET_API_VERSION, "WasmletConfiguration") => {
+                warn_unknown(mapping, wasmlet::KNOWN_FIELDS, &[], &mut warnings);
+                wasmlet = Some(typed::<WasmletConfiguration>(path, &value)?);
+            }
+            (api, kind) => {
+                return Err(doc_error(format!(
+                    "unsupported apiVersion/kind {api:?}/{kind:?}: expected {KUBELET_API_VERSION} \
+                     KubeletConfiguration or {WASMLET_API_VERSION} WasmletConfiguration"
+                )))
+            }
+        }
+    }
+    Ok((
+        kubelet.unwrap_or_default(),
+        wasmlet.unwrap_or_default(),
+        warnings,
+    ))
+}
+
+fn typed<T: DeserializeOwned>(path: &Path, value: &serde_yaml::Value) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value.clone()).map_err(|e| ConfigError::Field {
+        file: path.to_path_buf(),
+        field: e.path().to_string(),
+        message: e.into_inner().to_string(),
+    })
+}
+
+fn warn_unknown(
+    mapping: &serde_yaml::Mapping,
+    known: &[&str],
+    not_yet: &[&str],
+    warnings: &mut Vec<ConfigWarning>,
+) {
+    for key in mapping.keys().filter_map(|k| k.as_str()) {
+        if known.contains(&key) {
+            continue;
+        }
+        let message = if not_yet.contains(&key) {
+            "not implemented by wasmlet yet; ignored"
+        } else {
+            "unknown field; ignored"
+        };
+        warnings.push(ConfigWarning {
+            field: key.to_string(),
+            message: message.into(),
+        });
+    }
+}
+
+fn machine_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The source address the kernel picks for the default route; connecting a UDP socket
+/// sends nothing. Falls back to loopback on a machine with no route at all.
+fn default_route_address() -> IpAddr {
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|socket| {
+            socket.connect("10.255.255.255:9")?;
+            socket.local_addr()
+        })
+        .map(|addr| addr.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}
+
+/// RFC 1123 subdomain, as Kubernetes validates object names.
+pub fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,91 @@
+//! The `wasmlet.dev/v1alpha1` WasmletConfiguration: settings upstream has no field for, or
+//! only a compiled-in constant (so tests can shorten periods instead of sleeping through them).
+
+use super::duration;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Fields of the WasmletConfiguration document.
+pub const KNOWN_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "plegRelistPeriod",
+    "housekeepingPeriod",
+    "containerRestartBackOff",
+    "imagePullBackOff",
+];
+
+/// wasmlet's own settings, the second document of the config file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WasmletConfiguration {
+    /// Period of the relisting PLEG (upstream: 1s, compiled in).
+    #[serde(with = "duration::go")]
+    pub pleg_relist_period: Duration,
+    /// Period of orphan cleanup (upstream: 2s).
+    #[serde(with = "duration::go")]
+    pub housekeeping_period: Duration,
+    /// CrashLoopBackOff (upstream: 10s doubling to 5m, reset after 10m of running).
+    pub container_restart_back_off: BackOffConfig,
+    /// ImagePullBackOff (upstream: 10s doubling to 5m).
+    pub image_pull_back_off: BackOffConfig,
+}
+
+/// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
+/// once nothing failed for `resetPeriod`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackOffConfig {
+    #[serde(with = "duration::go")]
+    pub initial_period: Duration,
+    #[serde(with = "duration::go")]
+    pub max_period: Duration,
+    #[serde(with = "duration::go")]
+    pub reset_period: Duration,
+}
+
+impl BackOffConfig {
+    /// Upstream's container and image back-off: 10s, 300s, forgotten after 600s.
+    pub const UPSTREAM: BackOffConfig = BackOffConfig {
+        initial_period: Duration::from_secs(10),
+        max_period: Duration::from_secs(300),
+        reset_period: Duration::from_secs(600),
+    };
+}
+
+impl Default for WasmletConfiguration {
+    fn default() -> Self {
+        Self {
+            pleg_relist_period: Duration::from_secs(1),
+            housekeeping_period: Duration::from_secs(2),
+            container_restart_back_off: BackOffConfig::UPSTREAM,
+            image_pull_back_off: BackOffConfig::UPSTREAM,
+        }
+    }
+}
+
+impl WasmletConfiguration {
+    /// Checks values serde cannot: the error names the field and what is wrong with it.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        for (name, value) in [
+            ("plegRelistPeriod", self.pleg_relist_period),
+            ("housekeepingPeriod", self.housekeeping_period),
+        ] {
+            if value.is_zero() {
+                return Err((name.into(), "must be greater than 0".into()));
+            }
+        }
+        for (name, backoff) in [
+            ("containerRestartBackOff", &self.container_restart_back_off),
+            ("imagePullBackOff", &self.image_pull_back_off),
+        ] {
+            if backoff.initial_period.is_zero() || backoff.max_period < backoff.initial_period {
+                return Err((
+                    name.into(),
+                    "needs 0 < initialPeriod <= maxPeriod".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,48 @@
+//! The container runtime, through CRI v1: the generated protocol, a client with deadlines,
+//! and the translation of a pod spec into sandbox and container configs.
+
+pub mod client;
+pub mod env;
+pub mod pod_config;
+
+pub use client::{CriClient, CriError, Labels};
+
+/// CRI v1 (`runtime.v1`) generated from proto/runtime/v1/api.proto.
+#[allow(clippy::all, missing_docs)]
+pub mod api {
+    tonic::include_proto!("runtime.v1");
+}
+
+/// containerd's own events service and task events, from proto/containerd/.
+#[allow(clippy::all, missing_docs)]
+pub mod containerd {
+    pub mod events {
+        tonic::include_proto!("containerd.events");
+    }
+    pub mod types {
+        tonic::include_proto!("containerd.types");
+    }
+    pub mod services {
+        pub mod events {
+            pub mod v1 {
+                tonic::include_proto!("containerd.services.events.v1");
+            }
+        }
+    }
+}
+
+/// Labels and annotations on sandboxes and containers: the upstream kubelet's keys, so tools
+/// that read them (crictl, log shippers) work, plus wasmlet's node label.
+pub mod labels {
+    pub const POD_NAME: &str = "io.kubernetes.pod.name";
+    pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+    pub const POD_UID: &str = "io.kubernetes.pod.uid";
+    pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
+    /// Which node agent owns the object: wasmlet only ever manages objects carrying its own
+    /// node name, so several agents (or test nodes) can share one runtime safely.
+    pub const NODE: &str = "wasmlet.dev/node";
+    /// Annotations, as upstream.
+    pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
+    pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
+    pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
+}

@@ -1,0 +1,235 @@
+//! A CRI client over a unix socket: every call has a deadline and every error names its RPC,
+//! so a log line says which runtime call failed and why.
+
+use super::api;
+use super::api::image_service_client::ImageServiceClient;
+use super::api::runtime_service_client::RuntimeServiceClient;
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// A failed CRI call.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CriError {
+    #[error("CRI {rpc} failed: {code:?}: {message}")]
+    Rpc {
+        rpc: &'static str,
+        code: tonic::Code,
+        message: String,
+    },
+    #[error("CRI {rpc} timed out after {after:?}")]
+    Timeout { rpc: &'static str, after: Duration },
+    #[error("CRI endpoint {endpoint}: {message}")]
+    Endpoint { endpoint: String, message: String },
+}
+
+impl CriError {
+    /// The runtime does not know the object (already removed): callers treat it as done.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, CriError::Rpc { code: tonic::Code::NotFound, .. })
+    }
+
+    /// The runtime could not be reached at all, as opposed to refusing the request.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, CriError::Rpc { code: tonic::Code::Unavailable, .. } | CriError::Timeout { .. })
+    }
+}
+
+/// Cheap to clone: clones share one HTTP/2 connection to the runtime.
+#[derive(Clone)]
+pub struct CriClient {
+    runtime: RuntimeServiceClient<Channel>,
+    images: ImageServiceClient<Channel>,
+    timeout: Duration,
+}
+
+const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+macro_rules! call {
+    ($self:ident . $service:ident . $method:ident ($request:expr), $rpc:literal) => {
+        call!($self.$service.$method($request), $rpc, $self.timeout)
+    };
+    ($self:ident . $service:ident . $method:ident ($request:expr), $rpc:literal, $timeout:expr) => {{
+        let mut service = $self.$service.clone();
+        let timeout = $timeout;
+        match tokio::time::timeout(timeout, service.$method($request)).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(CriError::Rpc {
+                rpc: $rpc,
+                code: status.code(),
+                message: status.message().to_string(),
+            }),
+            Err(_) => Err(CriError::Timeout { rpc: $rpc, after: timeout }),
+        }
+    }};
+}
+
+/// Label selectors for list calls, as CRI takes them.
+pub type Labels = HashMap<String, String>;
+
+impl CriClient {
+    /// Connects lazily: the first call dials, and a broken connection is redialled on the next.
+    pub fn connect(socket: impl Into<PathBuf>, timeout: Duration) -> Result<Self, CriError> {
+        let socket: PathBuf = socket.into();
+        let endpoint = Endpoint::try_from("http://runtime.invalid").map_err(|e| CriError::Endpoint {
+            endpoint: socket.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let channel = endpoint
+            .connect_timeout(Duration::from_secs(5))
+            .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+                let socket = socket.clone();
+                async move {
+                    let stream = tokio::net::UnixStream::connect(socket).await?;
+                    Ok::<_, std::io::Error>(TokioIo::new(stream))
+                }
+            }));
+        Ok(Self {
+            runtime: RuntimeServiceClient::new(channel.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            images: ImageServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE_BYTES),
+            timeout,
+        })
+    }
+
+    pub async fn version(&self) -> Result<api::VersionResponse, CriError> {
+        let request = api::VersionRequest { version: "v1".into() };
+        call!(self.runtime.version(request), "Version")
+    }
+
+    pub async fn status(&self) -> Result<api::StatusResponse, CriError> {
+        call!(self.runtime.status(api::StatusRequest { verbose: false }), "Status")
+    }
+
+    pub async fn run_pod_sandbox(&self, config: api::PodSandboxConfig) -> Result<String, CriError> {
+        let request = api::RunPodSandboxRequest {
+            config: Some(config),
+            runtime_handler: String::new(),
+        };
+        // Sandbox creation includes CNI setup; give it the longer of the deadlines.
+        let response = call!(self.runtime.run_pod_sandbox(request), "RunPodSandbox", self.timeout.max(Duration::from_secs(240)))?;
+        Ok(response.pod_sandbox_id)
+    }
+
+    pub async fn stop_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
+        let request = api::StopPodSandboxRequest { pod_sandbox_id: id.into() };
+        call!(self.runtime.stop_pod_sandbox(request), "StopPodSandbox").map(drop)
+    }
+
+    pub async fn remove_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
+        let request = api::RemovePodSandboxRequest { pod_sandbox_id: id.into() };
+        call!(self.runtime.remove_pod_sandbox(request), "RemovePodSandbox").map(drop)
+    }
+
+    pub async fn pod_sandbox_status(&self, id: &str) -> Result<api::PodSandboxStatus, CriError> {
+        let request = api::PodSandboxStatusRequest {
+            pod_sandbox_id: id.into(),
+            verbose: false,
+        };
+        let response = call!(self.runtime.pod_sandbox_status(request), "PodSandboxStatus")?;
+        response.status.ok_or(CriError::Rpc {
+            rpc: "PodSandboxStatus",
+            code: tonic::Code::Internal,
+            message: format!("runtime returned no status for sandbox {id}"),
+        })
+    }
+
+    /// Sandboxes carrying all of `labels`.
+    pub async fn list_pod_sandbox(&self, labels: Labels) -> Result<Vec<api::PodSandbox>, CriError> {
+        let request = api::ListPodSandboxRequest {
+            filter: Some(api::PodSandboxFilter {
+                label_selector: labels,
+                ..Default::default()
+            }),
+        };
+        Ok(call!(self.runtime.list_pod_sandbox(request), "ListPodSandbox")?.items)
+    }
+
+    pub async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: api::ContainerConfig,
+        sandbox_config: api::PodSandboxConfig,
+    ) -> Result<String, CriError> {
+        let request = api::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id.into(),
+            config: Some(config),
+            sandbox_config: Some(sandbox_config),
+        };
+        Ok(call!(self.runtime.create_container(request), "CreateContainer")?.container_id)
+    }
+
+    pub async fn start_container(&self, id: &str) -> Result<(), CriError> {
+        let request = api::StartContainerRequest { container_id: id.into() };
+        call!(self.runtime.start_container(request), "StartContainer").map(drop)
+    }
+
+    /// Stops with SIGTERM, then SIGKILL after `grace`; the call's own deadline covers the grace.
+    pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
+        let request = api::StopContainerRequest {
+            container_id: id.into(),
+            timeout: grace.as_secs() as i64,
+        };
+        call!(self.runtime.stop_container(request), "StopContainer", self.timeout + grace).map(drop)
+    }
+
+    pub async fn remove_container(&self, id: &str) -> Result<(), CriError> {
+        let request = api::RemoveContainerRequest { container_id: id.into() };
+        call!(self.runtime.remove_container(request), "RemoveContainer").map(drop)
+    }
+
+    /// Containers carrying all of `labels`.
+    pub async fn list_containers(&self, labels: Labels) -> Result<Vec<api::Container>, CriError> {
+        let request = api::ListContainersRequest {
+            filter: Some(api::ContainerFilter {
+                label_selector: labels,
+                ..Default::default()
+            }),
+        };
+        Ok(call!(self.runtime.list_containers(request), "ListContainers")?.containers)
+    }
+
+    pub async fn container_status(&self, id: &str) -> Result<api::ContainerStatus, CriError> {
+        let request = api::ContainerStatusRequest {
+            container_id: id.into(),
+            verbose: false,
+        };
+        let response = call!(self.runtime.container_status(request), "ContainerStatus")?;
+        response.status.ok_or(CriError::Rpc {
+            rpc: "ContainerStatus",
+            code: tonic::Code::Internal,
+            message: format!("runtime returned no status for container {id}"),
+        })
+    }
+
+    /// The image if present locally; `None` when the runtime does not have it.
+    pub async fn image_status(&self, image: &str) -> Result<Option<api::Image>, CriError> {
+        let request = api::ImageStatusRequest {
+            image: Some(api::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+            verbose: false,
+        };
+        Ok(call!(self.images.image_status(request), "ImageStatus")?.image)
+    }
+
+    /// Pulls an image; returns the image reference the runtime resolved it to.
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        sandbox_config: api::PodSandboxConfig,
+    ) -> Result<String, CriError> {
+        let request = api::PullImageRequest {
+            image: Some(api::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+            auth: None,
+            sandbox_config: Some(sandbox_config),
+        };
+        Ok(call!(self.images.pull_image(request), "PullImage")?.image_ref)
+    }
+}

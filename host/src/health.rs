@@ -1,0 +1,80 @@
+//! Liveness of the node agent's loops, for `/healthz`: the SyncLoop and the PLEG each record
+//! when they last completed an iteration; a loop silent for longer than its threshold fails
+//! the check, as upstream's `syncloop` and `PLEG` health checks do.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Last-seen times of the loops, shared by the loops and the HTTP server.
+#[derive(Debug)]
+pub struct Health {
+    epoch: Instant,
+    syncloop_ms: AtomicU64,
+    pleg_ms: AtomicU64,
+    syncloop_threshold: Duration,
+    pleg_threshold: Duration,
+}
+
+impl Health {
+    /// `syncloop_threshold` upstream: max(2 x syncFrequency, 5m)... a stalled loop is found
+    /// sooner here; `pleg_threshold` upstream: 3m.
+    pub fn new(syncloop_threshold: Duration, pleg_threshold: Duration) -> Self {
+        Self {
+            epoch: Instant::now(),
+            syncloop_ms: AtomicU64::new(0),
+            pleg_ms: AtomicU64::new(0),
+            syncloop_threshold,
+            pleg_threshold,
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    pub fn syncloop_alive(&self) {
+        self.syncloop_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    pub fn pleg_relisted(&self) {
+        self.pleg_ms.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// `Ok` when both loops are live; otherwise which one is stuck and for how long.
+    pub fn check(&self) -> Result<(), String> {
+        let now = self.now_ms();
+        let mut problems = Vec::new();
+        for (name, last, threshold) in [
+            ("syncloop", &self.syncloop_ms, self.syncloop_threshold),
+            ("pleg", &self.pleg_ms, self.pleg_threshold),
+        ] {
+            let silent = Duration::from_millis(now.saturating_sub(last.load(Ordering::Relaxed)));
+            if silent > threshold {
+                problems.push(format!("{name} was last seen active {silent:?} ago; threshold is {threshold:?}"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_silent_loop_fails_the_check() {
+        let health = Health::new(Duration::from_millis(30), Duration::from_secs(60));
+        health.syncloop_alive();
+        health.pleg_relisted();
+        assert!(health.check().is_ok());
+        std::thread::sleep(Duration::from_millis(60));
+        let err = health.check().unwrap_err();
+        assert!(err.starts_with("syncloop was last seen active"), "{err}");
+        health.syncloop_alive();
+        assert!(health.check().is_ok());
+    }
+}

@@ -1,0 +1,19 @@
+//! wasmlet: a Kubernetes node agent (kubelet) whose policies are WebAssembly components.
+//!
+//! The call path is short on purpose: [`source`] -> [`syncloop`] -> [`pod_worker`] -> [`cri`],
+//! with [`pleg`] telling the loop what changed and [`status`] computing what `/pods` serves.
+
+pub mod agent;
+pub mod backoff;
+pub mod cgroups;
+pub mod config;
+pub mod cri;
+pub mod health;
+pub mod pleg;
+pub mod pod_worker;
+pub mod resources;
+pub mod runtime_status;
+pub mod server;
+pub mod source;
+pub mod status;
+pub mod syncloop;

@@ -1,0 +1,88 @@
+//! The `wasmlet` command line.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use wasmlet::config::{NodeConfig, Overrides};
+
+#[derive(Parser)]
+#[command(name = "wasmlet", version, about = "A Kubernetes node agent whose policies are WebAssembly components")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the node agent.
+    Run(RunArgs),
+    /// Print the version.
+    Version,
+}
+
+/// Flags keep the kubelet's names; each overrides the config file.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// KubeletConfiguration file (and optionally a WasmletConfiguration document).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Directory for wasmlet's state (upstream default /var/lib/kubelet).
+    #[arg(long)]
+    root_dir: Option<PathBuf>,
+    /// Node name instead of the machine's hostname.
+    #[arg(long)]
+    hostname_override: Option<String>,
+    /// The node's IP address, reported as hostIP.
+    #[arg(long)]
+    node_ip: Option<String>,
+    /// CRI endpoint, unix:///path.
+    #[arg(long)]
+    container_runtime_endpoint: Option<String>,
+    /// Static pod directory (upstream's deprecated flag for staticPodPath).
+    #[arg(long)]
+    pod_manifest_path: Option<String>,
+    #[arg(long)]
+    read_only_port: Option<u16>,
+    #[arg(long)]
+    healthz_port: Option<u16>,
+    #[arg(long)]
+    max_pods: Option<i64>,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Version => {
+            println!("wasmlet {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Run(args) => {
+            let overrides = Overrides {
+                root_dir: args.root_dir,
+                hostname_override: args.hostname_override,
+                node_ip: args.node_ip,
+                container_runtime_endpoint: args.container_runtime_endpoint,
+                pod_manifest_path: args.pod_manifest_path,
+                read_only_port: args.read_only_port,
+                healthz_port: args.healthz_port,
+                max_pods: args.max_pods,
+            };
+            let (config, warnings) = NodeConfig::load(args.config.as_deref(), &overrides)?;
+            for warning in warnings {
+                tracing::warn!(field = %warning.field, "config: {}", warning.message);
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(wasmlet::agent::run(config))?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,614 @@
+//! One task per pod, as upstream's pod workers: it syncs the pod towards its spec (sandbox,
+//! init containers in order, app containers, restarts with CrashLoopBackOff), publishes its
+//! status, and on removal terminates it gracefully and removes what the runtime held.
+
+use crate::backoff::BackOff;
+use crate::cgroups;
+use crate::config::BackOffConfig;
+use crate::cri::env::PodFacts;
+use crate::cri::pod_config::{self, NodeContext};
+use crate::cri::{api, CriClient, CriError};
+use crate::resources::QosClass;
+use crate::runtime_status::{self, PodRuntimeStatus};
+use crate::status::{self, StatusInput, StatusStore, Waiting};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tracing::{debug, info, warn, Instrument};
+
+/// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
+const MINIMUM_GRACE: Duration = Duration::from_secs(2);
+/// Retry period after a failed sync (upstream waits 10s; short periods keep pods moving here).
+const SYNC_ERROR_RETRY: Duration = Duration::from_secs(2);
+
+/// What every pod worker shares.
+pub struct NodeRuntime {
+    pub cri: CriClient,
+    pub node: NodeContext,
+    pub store: Arc<StatusStore>,
+    /// Prefix of container IDs in status (`containerd`).
+    pub runtime_name: String,
+    pub sync_frequency: Duration,
+    pub container_backoff: BackOffConfig,
+    pub image_backoff: BackOffConfig,
+}
+
+/// A message to a pod worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerMessage {
+    /// Something changed (a PLEG event, a timer): compare runtime and spec again.
+    Sync,
+    /// The pod was removed: stop it gracefully and remove its containers and sandboxes.
+    Terminate,
+}
+
+/// The SyncLoop's side of a worker.
+pub struct WorkerHandle {
+    pub uid: String,
+    /// `<name>_<namespace>`: static pods with the same name run one at a time.
+    pub full_name: String,
+    messages: mpsc::UnboundedSender<WorkerMessage>,
+    /// Becomes true once the worker has finished terminating.
+    pub done: watch::Receiver<bool>,
+    pub terminating: bool,
+}
+
+impl WorkerHandle {
+    pub fn send(&self, message: WorkerMessage) {
+        let _ = self.messages.send(message);
+    }
+
+    pub fn terminate(&mut self) {
+        self.terminating = true;
+        self.send(WorkerMessage::Terminate);
+    }
+
+    pub fn finished(&self) -> bool {
+        *self.done.borrow()
+    }
+}
+
+/// Why a sync could not complete; the worker retries it.
+#[derive(Debug, thiserror::Error)]
+enum SyncError {
+    #[error(transparent)]
+    Runtime(#[from] CriError),
+    #[error("cannot build the runtime config: {0}")]
+    Config(String),
+}
+
+/// `<name>_<namespace>`, as upstream names pods in logs.
+pub fn full_name(pod: &Pod) -> String {
+    format!(
+        "{}_{}",
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or("")
+    )
+}
+
+/// Starts a worker for `pod`; it waits for `predecessor` (a terminating pod with the same
+/// full name) to finish first.
+pub fn spawn(node: Arc<NodeRuntime>, pod: Pod, predecessor: Option<watch::Receiver<bool>>) -> WorkerHandle {
+    let (messages, inbox) = mpsc::unbounded_channel();
+    let (done_tx, done) = watch::channel(false);
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let full_name = full_name(&pod);
+    let span = tracing::info_span!("pod", pod = %full_name, uid = %uid);
+    let worker = PodWorker {
+        container_backoff: BackOff::new(node.container_backoff),
+        image_backoff: BackOff::new(node.image_backoff),
+        node,
+        pod,
+        uid: uid.clone(),
+        start_time: None,
+        finished: false,
+    };
+    tokio::spawn(worker.run(inbox, predecessor, done_tx).instrument(span));
+    WorkerHandle {
+        uid,
+        full_name,
+        messages,
+        done,
+        terminating: false,
+    }
+}
+
+struct PodWorker {
+    node: Arc<NodeRuntime>,
+    pod: Pod,
+    uid: String,
+    container_backoff: BackOff,
+    image_backoff: BackOff,
+    start_time: Option<Time>,
+    /// The pod reached a terminal phase; nothing runs again until it is removed.
+    finished: bool,
+}
+
+/// What one sync decided besides the runtime changes it made.
+struct SyncOutcome {
+    waiting: HashMap<String, Waiting>,
+    requeue: Duration,
+    changed: bool,
+}
+
+impl SyncOutcome {
+    fn wait(&mut self, container: &str, reason: &str, message: String, retry: Duration) {
+        self.waiting.insert(container.into(), Waiting { reason: reason.into(), message });
+        self.requeue = self.requeue.min(retry);
+    }
+}
+
+impl PodWorker {
+    async fn run(
+        mut self,
+        mut inbox: mpsc::UnboundedReceiver<WorkerMessage>,
+        predecessor: Option<watch::Receiver<bool>>,
+        done: watch::Sender<bool>,
+    ) {
+        if let Some(mut predecessor) = predecessor {
+            debug!("waiting for the previous pod of this name to terminate");
+            tokio::select! {
+                _ = async { let _ = predecessor.wait_for(|finished| *finished).await; } => {}
+                Some(WorkerMessage::Terminate) = inbox.recv() => {
+                    self.terminate().await;
+                    let _ = done.send(true);
+                    return;
+                }
+            }
+        }
+        self.start_time = Some(status::api_time(SystemTime::now()));
+        let mut next_sync = Instant::now();
+        loop {
+            let message = tokio::select! {
+                message = inbox.recv() => message,
+                _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
+            };
+            let Some(mut message) = message else { return };
+            while let Ok(more) = inbox.try_recv() {
+                if more == WorkerMessage::Terminate {
+                    message = more;
+                }
+            }
+            if message == WorkerMessage::Terminate {
+                self.terminate().await;
+                let _ = done.send(true);
+                return;
+            }
+            if self.finished {
+                next_sync = Instant::now() + self.node.sync_frequency;
+                continue;
+            }
+            let wait = match self.sync().await {
+                Ok(wait) => wait,
+                Err(error) => {
+                    warn!(%error, "pod sync failed; retrying");
+                    SYNC_ERROR_RETRY
+                }
+            };
+            next_sync = Instant::now() + wait;
+        }
+    }
+
+    fn spec_containers(&self) -> (Vec<Container>, Vec<Container>) {
+        let spec = self.pod.spec.clone().unwrap_or_default();
+        (spec.init_containers.unwrap_or_default(), spec.containers)
+    }
+
+    fn restart_policy(&self) -> String {
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.restart_policy.clone())
+            .unwrap_or_else(|| "Always".into())
+    }
+
+    async fn fetch(&self) -> Result<PodRuntimeStatus, CriError> {
+        PodRuntimeStatus::fetch(&self.node.cri, &self.uid, &self.node.node.node_name).await
+    }
+
+    /// One pass of upstream's `computePodActions` + `SyncPod`: returns when to sync again.
+    async fn sync(&mut self) -> Result<Duration, SyncError> {
+        let mut runtime = self.fetch().await?;
+        let mut outcome = SyncOutcome {
+            waiting: HashMap::new(),
+            requeue: self.node.sync_frequency,
+            changed: false,
+        };
+        if !runtime.current_sandbox().is_some_and(|s| s.ready) {
+            if self.published_phase_is_terminal() {
+                return self.finish(runtime).await.map(|()| self.node.sync_frequency);
+            }
+            self.create_sandbox(&runtime).await?;
+            runtime = self.fetch().await?;
+        }
+        let Some(sandbox) = runtime.current_sandbox().cloned() else {
+            return Ok(SYNC_ERROR_RETRY);
+        };
+        let facts = PodFacts {
+            pod_ip: sandbox.ips.first().cloned().unwrap_or_else(|| self.node.node.node_ip.clone()),
+            pod_ips: sandbox.ips.clone(),
+            host_ip: self.node.node.node_ip.clone(),
+        };
+        let restart_policy = self.restart_policy();
+        let (init_containers, containers) = self.spec_containers();
+        let mut initialized = true;
+        for container in &init_containers {
+            let latest = runtime.latest(&container.name).cloned();
+            match latest {
+                Some(c) if runtime_status::is_exited(&c) && c.exit_code == 0 => continue,
+                Some(c) if runtime_status::is_exited(&c) => {
+                    if restart_policy != "Never" {
+                        self.restart(container, &c, &runtime, &sandbox.id, &facts, &mut outcome).await?;
+                    }
+                }
+                Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
+                    self.start_created(&c, &mut outcome).await;
+                }
+                Some(_) => {}
+                None => self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome).await?,
+            }
+            initialized = false;
+            break;
+        }
+        if initialized {
+            for container in &containers {
+                let latest = runtime.latest(&container.name).cloned();
+                match latest {
+                    None => self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome).await?,
+                    Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
+                        self.start_created(&c, &mut outcome).await;
+                    }
+                    Some(c) if runtime_status::is_exited(&c) => {
+                        let restart = match restart_policy.as_str() {
+                            "Always" => true,
+                            "OnFailure" => c.exit_code != 0,
+                            _ => false,
+                        };
+                        if restart {
+                            self.restart(container, &c, &runtime, &sandbox.id, &facts, &mut outcome).await?;
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if outcome.changed {
+            runtime = self.fetch().await?;
+        }
+        self.publish(&runtime, &outcome.waiting, false);
+        if self.published_phase_is_terminal() {
+            self.finish(runtime).await?;
+        }
+        Ok(outcome.requeue)
+    }
+
+    fn published_phase_is_terminal(&self) -> bool {
+        self.node
+            .store
+            .get(&self.uid)
+            .and_then(|p| p.status)
+            .and_then(|s| s.phase)
+            .is_some_and(|phase| phase == "Succeeded" || phase == "Failed")
+    }
+
+    async fn create_sandbox(&mut self, runtime: &PodRuntimeStatus) -> Result<(), SyncError> {
+        // Containers that lost their sandbox cannot keep running in a new one.
+        self.stop_containers(runtime).await?;
+        for old in &runtime.sandboxes {
+            self.node.cri.stop_pod_sandbox(&old.id).await.or_else(ignore_not_found)?;
+        }
+        let attempt = runtime.current_sandbox().map_or(0, |s| s.attempt + 1);
+        let config = pod_config::sandbox_config(&self.pod, &self.node.node, attempt).map_err(SyncError::Config)?;
+        if let Err(error) = std::fs::create_dir_all(&config.log_directory) {
+            warn!(dir = %config.log_directory, %error, "cannot create the pod log directory");
+        }
+        let started = std::time::Instant::now();
+        let id = self.node.cri.run_pod_sandbox(config).await?;
+        info!(sandbox = %id, attempt, elapsed_ms = started.elapsed().as_millis() as u64, "pod sandbox running");
+        Ok(())
+    }
+
+    /// Restarts `container` after its previous attempt `last` exited, unless CrashLoopBackOff
+    /// holds it back.
+    async fn restart(
+        &mut self,
+        container: &Container,
+        last: &api::ContainerStatus,
+        runtime: &PodRuntimeStatus,
+        sandbox_id: &str,
+        facts: &PodFacts,
+        outcome: &mut SyncOutcome,
+    ) -> Result<(), SyncError> {
+        let now = SystemTime::now();
+        let key = container.name.as_str();
+        let attempt = runtime_status::attempt(last);
+        if let Some(started) = runtime_status::time_of(last.started_at) {
+            self.container_backoff.seed(key, attempt, started);
+        }
+        let failed_at = runtime_status::time_of(last.finished_at).unwrap_or(now);
+        if let Some(left) = self.container_backoff.remaining(key, failed_at, now) {
+            let backoff = self.container_backoff.current(key).unwrap_or_default();
+            let message = format!(
+                "back-off {} restarting failed container={} pod={}({})",
+                crate::config::duration::format(backoff),
+                container.name,
+                full_name(&self.pod),
+                self.uid
+            );
+            outcome.wait(&container.name, "CrashLoopBackOff", message, left);
+            return Ok(());
+        }
+        self.container_backoff.next(key, failed_at, now);
+        info!(container = %container.name, restart = attempt + 1, exit_code = last.exit_code, "restarting container");
+        self.start(container, attempt + 1, runtime, sandbox_id, facts, outcome).await
+    }
+
+    /// Starts a container that was created but never started (a sync cut short).
+    async fn start_created(&mut self, created: &api::ContainerStatus, outcome: &mut SyncOutcome) {
+        outcome.changed = true;
+        if let Err(error) = self.node.cri.start_container(&created.id).await {
+            warn!(container = %runtime_status::container_name(created), %error, "starting a created container failed");
+        }
+    }
+
+    /// Pulls (per policy), creates and starts attempt `restart_count` of `container`.
+    async fn start(
+        &mut self,
+        container: &Container,
+        restart_count: u32,
+        runtime: &PodRuntimeStatus,
+        sandbox_id: &str,
+        facts: &PodFacts,
+        outcome: &mut SyncOutcome,
+    ) -> Result<(), SyncError> {
+        if let Err((reason, message, retry)) = self.ensure_image(container).await {
+            outcome.wait(&container.name, reason, message, retry);
+            return Ok(());
+        }
+        outcome.changed = true;
+        // Keep one dead container per container name for `logs --previous`, as upstream's
+        // container GC does with MaxPerPodContainer = 1.
+        for old in runtime.containers_named(&container.name).skip(1) {
+            if runtime_status::is_exited(old) {
+                self.node.cri.remove_container(&old.id).await.or_else(ignore_not_found)?;
+            }
+        }
+        let sandbox_attempt = runtime.current_sandbox().map_or(0, |s| s.attempt);
+        let sandbox_config =
+            pod_config::sandbox_config(&self.pod, &self.node.node, sandbox_attempt).map_err(SyncError::Config)?;
+        let config = match pod_config::container_config(&self.pod, container, restart_count, facts, &self.node.node) {
+            Ok(config) => config,
+            Err(message) => {
+                outcome.wait(&container.name, "CreateContainerConfigError", message, SYNC_ERROR_RETRY);
+                return Ok(());
+            }
+        };
+        let id = match self.node.cri.create_container(sandbox_id, config, sandbox_config).await {
+            Ok(id) => id,
+            Err(error) => {
+                outcome.wait(&container.name, "CreateContainerError", error.to_string(), SYNC_ERROR_RETRY);
+                return Ok(());
+            }
+        };
+        match self.node.cri.start_container(&id).await {
+            Ok(()) => info!(container = %container.name, id = %id, restart_count, "container started"),
+            // The runtime records the failed start (exit 128, StartError); the next sync
+            // restarts it under back-off like any other failure.
+            Err(error) => warn!(container = %container.name, %error, "container failed to start"),
+        }
+        Ok(())
+    }
+
+    /// Makes the image available per `imagePullPolicy`, or says why the container waits.
+    async fn ensure_image(&mut self, container: &Container) -> Result<(), (&'static str, String, Duration)> {
+        let image = container.image.clone().unwrap_or_default();
+        let policy = container.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let present = match self.node.cri.image_status(&image).await {
+            Ok(found) => found.is_some(),
+            Err(error) => return Err(("ImageInspectError", error.to_string(), SYNC_ERROR_RETRY)),
+        };
+        match (policy, present) {
+            ("Never", true) | ("IfNotPresent", true) => return Ok(()),
+            ("Never", false) => {
+                let message = format!("Container image \"{image}\" is not present with pull policy of Never");
+                return Err(("ErrImageNeverPull", message, self.node.sync_frequency));
+            }
+            _ => {}
+        }
+        let now = SystemTime::now();
+        if let Some(left) = self.image_backoff.remaining_since_update(&image, now) {
+            return Err(("ImagePullBackOff", format!("Back-off pulling image \"{image}\""), left));
+        }
+        let sandbox_config = pod_config::sandbox_config(&self.pod, &self.node.node, 0)
+            .map_err(|e| ("ErrImagePull", e, SYNC_ERROR_RETRY))?;
+        match self.node.cri.pull_image(&image, sandbox_config).await {
+            Ok(image_ref) => {
+                info!(%image, %image_ref, "image pulled");
+                Ok(())
+            }
+            Err(error) => {
+                self.image_backoff.next(&image, now, now);
+                let retry = self.image_backoff.current(&image).unwrap_or(SYNC_ERROR_RETRY);
+                warn!(%image, %error, "image pull failed");
+                Err(("ErrImagePull", error.to_string(), retry))
+            }
+        }
+    }
+
+    fn publish(&self, runtime: &PodRuntimeStatus, waiting: &HashMap<String, Waiting>, terminal: bool) {
+        let previous = self.node.store.get(&self.uid).and_then(|p| p.status);
+        let status = status::generate(&StatusInput {
+            pod: &self.pod,
+            runtime,
+            waiting,
+            host_ip: &self.node.node.node_ip,
+            runtime_name: &self.node.runtime_name,
+            start_time: self.start_time.clone(),
+            previous: previous.as_ref(),
+            terminal,
+        });
+        let mut pod = self.pod.clone();
+        pod.status = Some(status);
+        self.node.store.set(pod);
+    }
+
+    /// The pod is done (Succeeded or Failed): stop its sandbox, keep the exited containers
+    /// for their logs and status, as upstream.
+    async fn finish(&mut self, runtime: PodRuntimeStatus) -> Result<(), SyncError> {
+        self.stop_containers(&runtime).await?;
+        for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
+            self.node.cri.stop_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+        }
+        let runtime = self.fetch().await?;
+        self.publish(&runtime, &HashMap::new(), true);
+        self.finished = true;
+        info!("pod finished");
+        Ok(())
+    }
+
+    fn grace_period(&self) -> Duration {
+        let seconds = self
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(30);
+        Duration::from_secs(seconds.max(0) as u64).max(MINIMUM_GRACE)
+    }
+
+    async fn stop_containers(&self, runtime: &PodRuntimeStatus) -> Result<(), CriError> {
+        let grace = self.grace_period();
+        stop_all(&self.node.cri, runtime, |_| grace).await
+    }
+
+    /// Graceful termination and removal of everything the runtime holds for the pod.
+    async fn terminate(&mut self) {
+        let grace = self.grace_period();
+        self.pod.metadata.deletion_timestamp = Some(status::api_time(SystemTime::now()));
+        self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
+        if let Some(mut stored) = self.node.store.get(&self.uid) {
+            stored.metadata.deletion_timestamp = self.pod.metadata.deletion_timestamp.clone();
+            stored.metadata.deletion_grace_period_seconds = self.pod.metadata.deletion_grace_period_seconds;
+            self.node.store.set(stored);
+        }
+        info!(grace_s = grace.as_secs(), "terminating pod");
+        let mut retry = Duration::from_millis(200);
+        loop {
+            match self.kill_and_remove().await {
+                Ok(()) => break,
+                Err(error) => {
+                    warn!(%error, "terminating pod failed; retrying");
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+        cgroups::remove_pod_cgroup(&pod_config::pod_qos(&self.pod).cgroup_parent(&self.uid));
+        let log_dir = pod_config::log_directory(&self.node.node.pod_logs_dir, &self.pod);
+        if let Err(error) = std::fs::remove_dir_all(&log_dir) {
+            if error.kind() != std::io::ErrorKind::NotFound {
+                warn!(dir = %log_dir.display(), %error, "cannot remove the pod log directory");
+            }
+        }
+        self.node.store.remove(&self.uid);
+        info!("pod terminated and removed");
+    }
+
+    async fn kill_and_remove(&self) -> Result<(), CriError> {
+        let runtime = self.fetch().await?;
+        let grace = self.grace_period();
+        kill_and_remove(&self.node.cri, &runtime, |_| grace).await
+    }
+}
+
+/// Stops every live container in parallel, each with its own grace period.
+async fn stop_all(
+    cri: &CriClient,
+    runtime: &PodRuntimeStatus,
+    grace: impl Fn(&api::ContainerStatus) -> Duration,
+) -> Result<(), CriError> {
+    let stops = runtime.live_containers().map(|c| {
+        let cri = cri.clone();
+        let id = c.id.clone();
+        let name = runtime_status::container_name(c).to_string();
+        let grace = grace(c);
+        async move {
+            debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
+            cri.stop_container(&id, grace).await.or_else(ignore_not_found)
+        }
+    });
+    futures::future::join_all(stops).await.into_iter().collect()
+}
+
+/// Stops the pod's containers gracefully, then removes its containers and sandboxes.
+async fn kill_and_remove(
+    cri: &CriClient,
+    runtime: &PodRuntimeStatus,
+    grace: impl Fn(&api::ContainerStatus) -> Duration,
+) -> Result<(), CriError> {
+    stop_all(cri, runtime, grace).await?;
+    for sandbox in &runtime.sandboxes {
+        cri.stop_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+    }
+    for container in &runtime.containers {
+        cri.remove_container(&container.id).await.or_else(ignore_not_found)?;
+    }
+    for sandbox in &runtime.sandboxes {
+        cri.remove_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+    }
+    Ok(())
+}
+
+/// Terminates a pod the runtime still runs for this node but no source wants any more
+/// (its manifest went away while wasmlet was down, or its termination was cut short).
+/// Each container gets the grace period recorded on it when it was created.
+pub async fn remove_orphan(node: Arc<NodeRuntime>, uid: String) {
+    let grace_of = |c: &api::ContainerStatus| {
+        let seconds = c
+            .annotations
+            .get(crate::cri::labels::POD_TERMINATION_GRACE_PERIOD)
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(30);
+        Duration::from_secs(seconds).max(MINIMUM_GRACE)
+    };
+    info!(pod_uid = %uid, "terminating orphaned pod");
+    let mut retry = Duration::from_millis(200);
+    loop {
+        let result = match PodRuntimeStatus::fetch(&node.cri, &uid, &node.node.node_name).await {
+            Ok(runtime) => kill_and_remove(&node.cri, &runtime, grace_of).await,
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(()) => break,
+            Err(error) => {
+                warn!(pod_uid = %uid, %error, "removing orphaned pod failed; retrying");
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    for qos in [QosClass::Guaranteed, QosClass::Burstable, QosClass::BestEffort] {
+        cgroups::remove_pod_cgroup(&qos.cgroup_parent(&uid));
+    }
+    if let Ok(entries) = std::fs::read_dir(&node.node.pod_logs_dir) {
+        let suffix = format!("_{uid}");
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().ends_with(&suffix) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    info!(pod_uid = %uid, "orphaned pod removed");
+}
+
+fn ignore_not_found(error: CriError) -> Result<(), CriError> {
+    if error.is_not_found() {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}

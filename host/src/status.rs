@@ -1,0 +1,316 @@
+//! Pod status: computed from the spec and what the runtime holds, as upstream's
+//! `generateAPIPodStatus` and `getPhase` do (`pkg/kubelet/kubelet_pods.go`), and kept in a
+//! local store that `/pods` serves.
+
+use crate::cri::pod_config::pod_qos;
+use crate::runtime_status::{self, PodRuntimeStatus};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+/// Why a container is not running although the pod wants it (CrashLoopBackOff, ErrImagePull…).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+/// Everything the status is computed from.
+pub struct StatusInput<'a> {
+    pub pod: &'a Pod,
+    pub runtime: &'a PodRuntimeStatus,
+    /// Container name -> why it waits, as decided by the last sync.
+    pub waiting: &'a HashMap<String, Waiting>,
+    pub host_ip: &'a str,
+    /// Prefix of container IDs (`containerd`).
+    pub runtime_name: &'a str,
+    pub start_time: Option<Time>,
+    pub previous: Option<&'a PodStatus>,
+    /// Whether the pod will run no more containers (its worker finished it).
+    pub terminal: bool,
+}
+
+/// A wall-clock time as the API's `Time`.
+pub fn api_time(at: std::time::SystemTime) -> Time {
+    use k8s_openapi::jiff::Timestamp;
+    let nanos = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    Time(Timestamp::from_nanosecond(nanos).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+fn time(nanos: i64) -> Option<Time> {
+    runtime_status::time_of(nanos).map(api_time)
+}
+
+fn now() -> Time {
+    api_time(std::time::SystemTime::now())
+}
+
+fn terminated_state(c: &crate::cri::api::ContainerStatus, runtime_name: &str) -> ContainerStateTerminated {
+    ContainerStateTerminated {
+        exit_code: c.exit_code,
+        reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
+        message: Some(c.message.clone()).filter(|m| !m.is_empty()),
+        started_at: time(c.started_at),
+        finished_at: time(c.finished_at),
+        container_id: Some(format!("{runtime_name}://{}", c.id)),
+        signal: None,
+    }
+}
+
+fn container_status(
+    input: &StatusInput<'_>,
+    container: &Container,
+    default_waiting: &str,
+) -> ContainerStatus {
+    let mut history = input.runtime.containers_named(&container.name);
+    let latest = history.next();
+    let previous = history.next();
+    let terminated_of = |c: Option<&crate::cri::api::ContainerStatus>| {
+        c.filter(|c| runtime_status::is_exited(c)).map(|c| ContainerState {
+            terminated: Some(terminated_state(c, input.runtime_name)),
+            ..Default::default()
+        })
+    };
+    let waiting = |reason: &str, message: Option<String>| ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.into()),
+            message,
+        }),
+        ..Default::default()
+    };
+    let (state, last_state) = match (input.waiting.get(&container.name), latest) {
+        (Some(w), latest) => (
+            waiting(&w.reason, Some(w.message.clone())),
+            terminated_of(latest).or_else(|| terminated_of(previous)),
+        ),
+        (None, None) => (waiting(default_waiting, None), None),
+        (None, Some(c)) if runtime_status::is_running(c) => (
+            ContainerState {
+                running: Some(ContainerStateRunning { started_at: time(c.started_at) }),
+                ..Default::default()
+            },
+            terminated_of(previous),
+        ),
+        (None, Some(c)) if runtime_status::is_exited(c) => (terminated_of(Some(c)).unwrap_or_default(), terminated_of(previous)),
+        (None, Some(_)) => (waiting("ContainerCreating", None), terminated_of(previous)),
+    };
+    let running = state.running.is_some();
+    ContainerStatus {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        image_id: latest.map(|c| c.image_ref.clone()).unwrap_or_default(),
+        container_id: latest.map(|c| format!("{}://{}", input.runtime_name, c.id)),
+        restart_count: latest.map_or(0, |c| runtime_status::attempt(c) as i32),
+        ready: running,
+        started: Some(running),
+        state: Some(state),
+        last_state: Some(last_state.unwrap_or_default()),
+        ..Default::default()
+    }
+}
+
+/// Upstream's `getPhase` over app container statuses, with init containers first.
+fn phase(spec_restart_policy: &str, init: &[ContainerStatus], app: &[ContainerStatus], terminal: bool) -> &'static str {
+    let restarted = |s: &ContainerStatus| {
+        s.state.as_ref().is_some_and(|st| st.waiting.is_some())
+            && s.last_state.as_ref().is_some_and(|l| l.terminated.is_some())
+    };
+    let mut pending_init = 0;
+    let mut failed_init = 0;
+    for s in init {
+        let state = s.state.clone().unwrap_or_default();
+        match state.terminated {
+            Some(t) if t.exit_code == 0 => {}
+            Some(_) => failed_init += 1,
+            None if restarted(s) => failed_init += 1,
+            None => pending_init += 1,
+        }
+    }
+    let any_app_started = app.iter().any(|s| {
+        s.state.as_ref().is_some_and(|st| st.running.is_some() || st.terminated.is_some()) || restarted(s)
+    });
+    if failed_init > 0 && spec_restart_policy == "Never" {
+        return "Failed";
+    }
+    if (pending_init > 0 || failed_init > 0) && !any_app_started {
+        return "Pending";
+    }
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for s in app {
+        let state = s.state.clone().unwrap_or_default();
+        if state.running.is_some() {
+            running += 1;
+        } else if let Some(t) = state.terminated {
+            stopped += 1;
+            if t.exit_code == 0 {
+                succeeded += 1;
+            }
+        } else if restarted(s) {
+            stopped += 1;
+        } else {
+            waiting += 1;
+        }
+    }
+    match () {
+        _ if waiting > 0 => "Pending",
+        _ if running > 0 => "Running",
+        _ if stopped > 0 => {
+            if terminal {
+                return if stopped == succeeded { "Succeeded" } else { "Failed" };
+            }
+            match spec_restart_policy {
+                "Always" => "Running",
+                _ if stopped == succeeded => "Succeeded",
+                "Never" => "Failed",
+                _ => "Running",
+            }
+        }
+        _ => "Pending",
+    }
+}
+
+fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String>, previous: Option<&PodStatus>) -> PodCondition {
+    let status = if ok { "True" } else { "False" };
+    let earlier = previous
+        .and_then(|p| p.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_ && c.status == status))
+        .and_then(|c| c.last_transition_time.clone());
+    PodCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: if ok { None } else { reason.map(Into::into) },
+        message: if ok { None } else { message },
+        last_transition_time: Some(earlier.unwrap_or_else(now)),
+        ..Default::default()
+    }
+}
+
+fn names_where(statuses: &[ContainerStatus], pred: impl Fn(&ContainerStatus) -> bool) -> Vec<String> {
+    statuses.iter().filter(|s| pred(s)).map(|s| s.name.clone()).collect()
+}
+
+/// Computes the pod's status.
+pub fn generate(input: &StatusInput<'_>) -> PodStatus {
+    let spec = input.pod.spec.clone().unwrap_or_default();
+    let restart_policy = spec.restart_policy.as_deref().unwrap_or("Always");
+    let init: Vec<_> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(|c| container_status(input, c, "PodInitializing"))
+        .collect();
+    let init_done = init.iter().all(|s| {
+        s.state.as_ref().and_then(|st| st.terminated.as_ref()).is_some_and(|t| t.exit_code == 0)
+    });
+    let app_default = if init_done { "ContainerCreating" } else { "PodInitializing" };
+    let app: Vec<_> = spec.containers.iter().map(|c| container_status(input, c, app_default)).collect();
+    let phase = phase(restart_policy, &init, &app, input.terminal);
+
+    let sandbox = input.runtime.current_sandbox().filter(|s| s.ready);
+    let host_network = spec.host_network.unwrap_or(false);
+    let mut pod_ips: Vec<String> = match (host_network, sandbox) {
+        (true, Some(_)) => vec![input.host_ip.to_string()],
+        (false, Some(s)) => s.ips.clone(),
+        _ => Vec::new(),
+    };
+    if pod_ips.is_empty() {
+        // A stopped sandbox keeps reporting the IP it had, as upstream does.
+        pod_ips = input
+            .previous
+            .and_then(|p| p.pod_ips.as_ref())
+            .map(|ips| ips.iter().map(|p| p.ip.clone()).collect())
+            .unwrap_or_default();
+    }
+
+    let unready = names_where(&app, |s| !s.ready);
+    let containers_ready = unready.is_empty();
+    let unready_message = Some(format!("containers with unready status: [{}]", unready.join(" ")));
+    let not_ready_reason = if phase == "Succeeded" { "PodCompleted" } else { "ContainersNotReady" };
+    let incomplete = names_where(&init, |s| {
+        !s.state.as_ref().and_then(|st| st.terminated.as_ref()).is_some_and(|t| t.exit_code == 0)
+    });
+    let any_app_started = app.iter().any(|s| s.restart_count > 0 || s.state.as_ref().is_some_and(|st| st.waiting.is_none()));
+    let initialized = incomplete.is_empty() || any_app_started;
+    let previous = input.previous;
+    let conditions = vec![
+        condition("PodReadyToStartContainers", sandbox.is_some(), None, None, previous),
+        condition(
+            "Initialized",
+            initialized,
+            Some(if phase == "Succeeded" { "PodCompleted" } else { "ContainersNotInitialized" }),
+            Some(format!("containers with incomplete status: [{}]", incomplete.join(" "))),
+            previous,
+        ),
+        condition("Ready", containers_ready, Some(not_ready_reason), unready_message.clone(), previous),
+        condition("ContainersReady", containers_ready, Some(not_ready_reason), unready_message, previous),
+        condition("PodScheduled", true, None, None, previous),
+    ];
+    PodStatus {
+        phase: Some(phase.into()),
+        conditions: Some(conditions),
+        host_ip: Some(input.host_ip.to_string()),
+        host_ips: Some(vec![HostIP { ip: input.host_ip.to_string() }]),
+        pod_ip: pod_ips.first().cloned(),
+        pod_ips: Some(pod_ips.into_iter().map(|ip| PodIP { ip }).collect()),
+        start_time: input.start_time.clone(),
+        qos_class: Some(pod_qos(input.pod).as_str().into()),
+        init_container_statuses: (!init.is_empty()).then_some(init),
+        container_statuses: Some(app),
+        ..Default::default()
+    }
+}
+
+/// A status the pod gets without ever running: rejected at admission.
+pub fn rejected(reason: &str, message: String, host_ip: &str) -> PodStatus {
+    PodStatus {
+        phase: Some("Failed".into()),
+        reason: Some(reason.into()),
+        message: Some(message),
+        host_ip: Some(host_ip.into()),
+        start_time: Some(now()),
+        ..Default::default()
+    }
+}
+
+/// The node's pods with their latest status, keyed by UID.
+#[derive(Debug, Default)]
+pub struct StatusStore {
+    pods: Mutex<BTreeMap<String, Pod>>,
+}
+
+impl StatusStore {
+    /// Records `pod` (with its status) under its UID.
+    pub fn set(&self, pod: Pod) {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        self.lock().insert(uid, pod);
+    }
+
+    pub fn remove(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+
+    pub fn get(&self, uid: &str) -> Option<Pod> {
+        self.lock().get(uid).cloned()
+    }
+
+    /// All pods, ordered by namespace and name, as `/pods` lists them.
+    pub fn list(&self) -> Vec<Pod> {
+        let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
+        pods.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        pods
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pod>> {
+        // A panic while holding the lock cannot leave a map half-written; keep serving.
+        self.pods.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests;

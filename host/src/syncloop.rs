@@ -1,0 +1,162 @@
+//! The SyncLoop: selects over source snapshots, PLEG events, a liveness tick and
+//! housekeeping; admits new pods, hands each to its worker, terminates removed ones, and
+//! cleans up pods the runtime holds that no source wants.
+
+use crate::health::Health;
+use crate::pleg::PlegEvent;
+use crate::pod_worker::{self, NodeRuntime, WorkerHandle, WorkerMessage};
+use crate::source::{SourceSnapshot, StaticPod};
+use crate::status;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+/// Inputs of the loop.
+pub struct SyncLoopInputs {
+    pub source: watch::Receiver<Arc<SourceSnapshot>>,
+    pub pleg_events: mpsc::Receiver<PlegEvent>,
+    /// Pod UIDs the runtime holds for this node, after each relist.
+    pub runtime_pods: watch::Receiver<HashSet<String>>,
+}
+
+/// The loop's state: one worker per admitted pod.
+pub struct SyncLoop {
+    node: Arc<NodeRuntime>,
+    health: Arc<Health>,
+    max_pods: usize,
+    housekeeping_period: Duration,
+    workers: HashMap<String, WorkerHandle>,
+    /// Pods refused at admission: shown as Failed, never run.
+    rejected: HashSet<String>,
+    orphan_cleanups: HashMap<String, JoinHandle<()>>,
+    source_ready: bool,
+}
+
+impl SyncLoop {
+    pub fn new(node: Arc<NodeRuntime>, health: Arc<Health>, max_pods: usize, housekeeping_period: Duration) -> Self {
+        Self {
+            node,
+            health,
+            max_pods,
+            housekeeping_period,
+            workers: HashMap::new(),
+            rejected: HashSet::new(),
+            orphan_cleanups: HashMap::new(),
+            source_ready: false,
+        }
+    }
+
+    /// Runs until the source goes away.
+    pub async fn run(mut self, mut inputs: SyncLoopInputs) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut housekeeping = tokio::time::interval(self.housekeeping_period);
+        housekeeping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        self.health.syncloop_alive();
+        loop {
+            tokio::select! {
+                changed = inputs.source.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let snapshot = inputs.source.borrow_and_update().clone();
+                    self.apply(&snapshot);
+                }
+                Some(event) = inputs.pleg_events.recv() => {
+                    if let Some(worker) = self.workers.get(&event.pod_uid) {
+                        worker.send(WorkerMessage::Sync);
+                    }
+                }
+                _ = tick.tick() => self.health.syncloop_alive(),
+                _ = housekeeping.tick() => {
+                    let runtime_pods = inputs.runtime_pods.borrow().clone();
+                    self.housekeeping(&runtime_pods);
+                }
+            }
+        }
+    }
+
+    fn active_pods(&self) -> usize {
+        self.workers
+            .values()
+            .filter(|w| !w.terminating)
+            .filter(|w| {
+                let phase = self.node.store.get(&w.uid).and_then(|p| p.status).and_then(|s| s.phase);
+                !matches!(phase.as_deref(), Some("Succeeded") | Some("Failed"))
+            })
+            .count()
+    }
+
+    /// Brings the workers in line with a source snapshot: removals first, then additions.
+    pub fn apply(&mut self, snapshot: &SourceSnapshot) {
+        self.source_ready |= snapshot.ready;
+        let desired: HashMap<&str, &StaticPod> = snapshot.pods.iter().map(|p| (p.uid(), p)).collect();
+        for (uid, worker) in self.workers.iter_mut() {
+            if !worker.terminating && !desired.contains_key(uid.as_str()) {
+                info!(pod = %worker.full_name, %uid, "pod removed from its source; terminating");
+                worker.terminate();
+            }
+        }
+        let store = &self.node.store;
+        self.rejected.retain(|uid| {
+            let keep = desired.contains_key(uid.as_str());
+            if !keep {
+                store.remove(uid);
+            }
+            keep
+        });
+        for static_pod in &snapshot.pods {
+            let uid = static_pod.uid();
+            if self.workers.contains_key(uid) || self.rejected.contains(uid) {
+                continue;
+            }
+            self.admit(static_pod);
+        }
+    }
+
+    fn admit(&mut self, static_pod: &StaticPod) {
+        let uid = static_pod.uid().to_string();
+        let pod = static_pod.pod.clone();
+        let active = self.active_pods();
+        if active >= self.max_pods {
+            let message = format!(
+                "Node didn't have enough resource: pods, requested: 1, used: {active}, capacity: {}",
+                self.max_pods
+            );
+            warn!(pod = %pod_worker::full_name(&pod), %uid, %message, "pod rejected at admission");
+            let mut rejected = pod;
+            rejected.status = Some(status::rejected("OutOfpods", message, &self.node.node.node_ip));
+            self.node.store.set(rejected);
+            self.rejected.insert(uid);
+            return;
+        }
+        let full_name = pod_worker::full_name(&pod);
+        let predecessor = self
+            .workers
+            .values()
+            .find(|w| w.full_name == full_name && w.terminating)
+            .map(|w| w.done.clone());
+        info!(pod = %full_name, %uid, file = %static_pod.file.display(), "pod added");
+        self.node.store.set(pod.clone());
+        self.workers.insert(uid, pod_worker::spawn(self.node.clone(), pod, predecessor));
+    }
+
+    /// Forgets finished workers and terminates pods the runtime holds that nobody wants,
+    /// once the source has been read (so a restart never kills pods it is about to adopt).
+    fn housekeeping(&mut self, runtime_pods: &HashSet<String>) {
+        self.workers.retain(|_, w| !w.finished());
+        self.orphan_cleanups.retain(|_, task| !task.is_finished());
+        if !self.source_ready {
+            return;
+        }
+        for uid in runtime_pods {
+            if self.workers.contains_key(uid) || self.orphan_cleanups.contains_key(uid) || uid.is_empty() {
+                continue;
+            }
+            let task = tokio::spawn(pod_worker::remove_orphan(self.node.clone(), uid.clone()));
+            self.orphan_cleanups.insert(uid.clone(), task);
+        }
+    }
+}
