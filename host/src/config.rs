@@ -83,6 +83,12 @@ impl NodeConfig {
             Some(path) => parse_file(path)?,
             None => Default::default(),
         };
+        // As upstream, a relative path in the file is relative to the file's directory.
+        if let (Some(static_path), Some(dir)) = (&kubelet.static_pod_path, file.and_then(Path::parent)) {
+            if Path::new(static_path).is_relative() {
+                kubelet.static_pod_path = Some(dir.join(static_path).display().to_string());
+            }
+        }
         if let Some(endpoint) = &overrides.container_runtime_endpoint {
             kubelet.container_runtime_endpoint = endpoint.clone();
         }

@@ -49,7 +49,7 @@ fn invalid_values_name_the_field() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with(FILE) && err.contains("`maxPods`"), "{err}");
-    let err = parse("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: 10\n")
+    let err = parse("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: 10x\n")
         .unwrap_err()
         .to_string();
     assert!(err.contains("`syncFrequency`") && err.contains("unit"), "{err}");

@@ -97,6 +97,9 @@ fn validate_container(
     path: &str,
     names: &mut HashSet<String>,
 ) -> Result<(), ManifestProblem> {
+    if container.name.is_empty() {
+        return Err(problem(format!("{path}.name"), "is required"));
+    }
     if !is_dns_label(&container.name) {
         return Err(problem(format!("{path}.name"), format!("{:?} is not a valid DNS label", container.name)));
     }
@@ -251,7 +254,7 @@ mod tests {
             let err = load(text, Path::new("/m/x.yaml"), "n").unwrap_err();
             assert_eq!(err.field, field, "{err}");
         };
-        check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - image: busybox\n", "spec.containers[0]");
+        check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - image: busybox\n", "spec.containers[0].name");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: b\n    ports: [{containerPort: eighty}]\n", "spec.containers[0].ports[0].containerPort");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: []\n", "spec.containers");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: X_1}\nspec:\n  containers: [{name: c, image: b}]\n", "metadata.name");
