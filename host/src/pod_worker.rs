@@ -432,9 +432,10 @@ impl PodWorker {
             }
             Err(error) => {
                 self.image_backoff.next(&image, now, now);
-                let retry = self.image_backoff.current(&image).unwrap_or(SYNC_ERROR_RETRY);
                 warn!(%image, %error, "image pull failed");
-                Err(("ErrImagePull", error.to_string(), retry))
+                // Sync again soon: the container then shows ImagePullBackOff until the
+                // back-off allows the next pull, as upstream.
+                Err(("ErrImagePull", error.to_string(), SYNC_ERROR_RETRY))
             }
         }
     }

@@ -139,7 +139,18 @@ impl SyncLoop {
             .find(|w| w.full_name == full_name && w.terminating)
             .map(|w| w.done.clone());
         info!(pod = %full_name, %uid, file = %static_pod.file.display(), "pod added");
-        self.node.store.set(pod.clone());
+        let mut pending = pod.clone();
+        pending.status = Some(status::generate(&status::StatusInput {
+            pod: &pod,
+            runtime: &Default::default(),
+            waiting: &Default::default(),
+            host_ip: &self.node.node.node_ip,
+            runtime_name: &self.node.runtime_name,
+            start_time: None,
+            previous: None,
+            terminal: false,
+        }));
+        self.node.store.set(pending);
         self.workers.insert(uid, pod_worker::spawn(self.node.clone(), pod, predecessor));
     }
 

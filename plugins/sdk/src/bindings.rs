@@ -1,0 +1,48 @@
+//! wit-bindgen output for the four worlds, one module each (wasm32 only).
+//!
+//! Every module carries its own copy of the shared interfaces (`types`,
+//! `host`, `pod-meta`); they name the same component imports, so any copy
+//! may be called. With `pub_export_macro`, a module's custom section
+//! declares only its world's imports; its exports are declared by the
+//! section the world's export macro emits into the plugin crate, so a plugin
+//! exports exactly the world it chose.
+
+pub mod eviction {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasmlet:plugin/eviction-policy@0.1.0",
+        runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_eviction",
+    });
+}
+
+pub mod gc {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasmlet:plugin/gc-strategy@0.1.0",
+        runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_gc",
+    });
+}
+
+pub mod probe {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasmlet:plugin/probe-handler@0.1.0",
+        runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_probe",
+    });
+}
+
+pub mod hooks {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasmlet:plugin/lifecycle-hooks@0.1.0",
+        runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_hooks",
+    });
+}

@@ -1,0 +1,297 @@
+//! A test node: the real `wasmlet` binary with its own node name, manifest directory, log
+//! directory and port, on the shared real containerd. Each node only sees and touches the
+//! sandboxes labelled with its own node name, so tests run side by side.
+
+use serde_json::Value;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use wasmlet::cri::{api, labels, CriClient, Labels};
+
+/// The CRI socket tests use: `WASMLET_TEST_CRI_SOCKET`, else the one scripts/setup-node.sh starts.
+pub fn cri_socket() -> PathBuf {
+    let socket = std::env::var("WASMLET_TEST_CRI_SOCKET")
+        .unwrap_or_else(|_| "/var/lib/wasmlet-node/containerd.sock".into());
+    let path = PathBuf::from(socket);
+    assert!(
+        path.exists(),
+        "no containerd at {} — run scripts/setup-node.sh first (the test command does)",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Settings a test may change; the defaults keep periods short.
+pub struct NodeOptions {
+    pub extra_kubelet: String,
+    pub extra_wasmlet: String,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        Self {
+            extra_kubelet: String::new(),
+            extra_wasmlet: "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n".into(),
+        }
+    }
+}
+
+pub struct Node {
+    pub name: String,
+    pub dir: tempfile::TempDir,
+    pub manifests: PathBuf,
+    pub port: u16,
+    config: PathBuf,
+    child: Option<Child>,
+    runtime: tokio::runtime::Runtime,
+    pub cri: CriClient,
+}
+
+impl Node {
+    pub fn start(name: &str) -> Node {
+        Self::start_with(name, NodeOptions::default())
+    }
+
+    pub fn start_with(name: &str, options: NodeOptions) -> Node {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manifests = dir.path().join("manifests");
+        std::fs::create_dir_all(&manifests).unwrap();
+        let port = free_port();
+        let socket = cri_socket();
+        let config = dir.path().join("config.yaml");
+        let text = format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+             staticPodPath: {manifests}\ncontainerRuntimeEndpoint: unix://{socket}\n\
+             fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: 127.0.0.1\n\
+             healthzPort: 0\n{extra_kubelet}---\n\
+             apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\nplegRelistPeriod: 100ms\n\
+             housekeepingPeriod: 500ms\n{extra_wasmlet}",
+            manifests = manifests.display(),
+            socket = socket.display(),
+            logs = dir.path().join("logs").display(),
+            extra_kubelet = options.extra_kubelet,
+            extra_wasmlet = options.extra_wasmlet,
+        );
+        std::fs::write(&config, text).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let cri = {
+            let _guard = runtime.enter();
+            CriClient::connect(&socket, Duration::from_secs(60)).unwrap()
+        };
+        let mut node = Node {
+            name: name.to_string(),
+            dir,
+            manifests,
+            port,
+            config,
+            child: None,
+            runtime,
+            cri,
+        };
+        node.remove_everything();
+        node.spawn();
+        node
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+            .args(["run", "--config"])
+            .arg(&self.config)
+            .args(["--hostname-override", &self.name, "--root-dir"])
+            .arg(self.dir.path().join("root"))
+            .env("RUST_LOG", "info,wasmlet=debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start wasmlet");
+        self.child = Some(child);
+        self.wait_for("the read-only port", Duration::from_secs(20), |n| n.try_get("/healthz"));
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("wasmlet.log")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn write_manifest(&self, file: &str, text: &str) {
+        // Write and rename, as a config-management tool would, so no half file is read.
+        let tmp = self.dir.path().join(format!(".{file}.tmp"));
+        let mut f = std::fs::File::create(&tmp).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f.sync_all().unwrap();
+        std::fs::rename(&tmp, self.manifests.join(file)).unwrap();
+    }
+
+    pub fn remove_manifest(&self, file: &str) {
+        std::fs::remove_file(self.manifests.join(file)).unwrap();
+    }
+
+    pub fn try_get(&self, path: &str) -> Option<String> {
+        ureq::get(&format!("http://127.0.0.1:{}{path}", self.port))
+            .timeout(Duration::from_secs(5))
+            .call()
+            .ok()?
+            .into_string()
+            .ok()
+    }
+
+    pub fn get_json(&self, path: &str) -> Value {
+        let text = self.try_get(path).unwrap_or_else(|| panic!("GET {path} failed\n{}", self.log_tail()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The pod named `<name>-<node>` as `/pods` shows it.
+    pub fn pod(&self, name: &str) -> Option<Value> {
+        let full = format!("{name}-{}", self.name);
+        let pods = serde_json::from_str::<Value>(&self.try_get("/pods")?).ok()?;
+        pods["items"]
+            .as_array()?
+            .iter()
+            .find(|p| p["metadata"]["name"] == full.as_str())
+            .cloned()
+    }
+
+    pub fn log_tail(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Polls `check` every 50 ms until it returns `Some`, or fails the test with the log.
+    pub fn wait_for<T>(&self, what: &str, timeout: Duration, check: impl Fn(&Node) -> Option<T>) -> T {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(value) = check(self) {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {timeout:?} waiting for {what}\n--- wasmlet log (tail) ---\n{}\n--- /pods ---\n{}",
+                self.log_tail(),
+                self.try_get("/pods").unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the pod's phase is `phase`; returns the pod.
+    pub fn wait_phase(&self, name: &str, phase: &str, timeout: Duration) -> Value {
+        self.wait_for(&format!("pod {name} to be {phase}"), timeout, |n| {
+            n.pod(name).filter(|p| p["status"]["phase"] == phase)
+        })
+    }
+
+    fn selector(&self, extra: &[(&str, String)]) -> Labels {
+        let mut selector = Labels::from([(labels::NODE.to_string(), self.name.clone())]);
+        for (k, v) in extra {
+            selector.insert(k.to_string(), v.clone());
+        }
+        selector
+    }
+
+    /// This node's sandboxes, optionally only those of the pod named `<pod>-<node>`.
+    pub fn sandboxes(&self, pod: Option<&str>) -> Vec<api::PodSandbox> {
+        let extra: Vec<_> = pod.map(|p| (labels::POD_NAME, format!("{p}-{}", self.name))).into_iter().collect();
+        self.runtime
+            .block_on(self.cri.list_pod_sandbox(self.selector(&extra)))
+            .expect("ListPodSandbox")
+    }
+
+    /// This node's containers with full status, optionally of one pod.
+    pub fn containers(&self, pod: Option<&str>) -> Vec<api::ContainerStatus> {
+        let extra: Vec<_> = pod.map(|p| (labels::POD_NAME, format!("{p}-{}", self.name))).into_iter().collect();
+        self.runtime.block_on(async {
+            let list = self.cri.list_containers(self.selector(&extra)).await.expect("ListContainers");
+            let mut out = Vec::new();
+            for c in list {
+                if let Ok(status) = self.cri.container_status(&c.id).await {
+                    out.push(status);
+                }
+            }
+            out
+        })
+    }
+
+    /// Removes every sandbox and container labelled with this node, leftovers included.
+    fn remove_everything(&self) {
+        self.runtime.block_on(async {
+            let selector = self.selector(&[]);
+            for c in self.cri.list_containers(selector.clone()).await.unwrap_or_default() {
+                let _ = self.cri.stop_container(&c.id, Duration::ZERO).await;
+                let _ = self.cri.remove_container(&c.id).await;
+            }
+            for s in self.cri.list_pod_sandbox(selector).await.unwrap_or_default() {
+                let _ = self.cri.stop_pod_sandbox(&s.id).await;
+                let _ = self.cri.remove_pod_sandbox(&s.id).await;
+            }
+        });
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+        self.remove_everything();
+    }
+}
+
+/// A pod manifest with one busybox container running `script`.
+pub fn busybox_pod(name: &str, spec_extra: &str, script: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{spec_extra}  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, {script:?}]\n"
+    )
+}
+
+static NULL: Value = Value::Null;
+
+/// The container status named `container` in a pod from `/pods` (`null` until it has one).
+pub fn container_status<'a>(pod: &'a Value, container: &str) -> &'a Value {
+    for key in ["containerStatuses", "initContainerStatuses"] {
+        if let Some(found) = pod["status"][key]
+            .as_array()
+            .and_then(|list| list.iter().find(|c| c["name"] == container))
+        {
+            return found;
+        }
+    }
+    &NULL
+}
+
+/// Seconds of a `Duration` for messages.
+pub fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}

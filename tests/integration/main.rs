@@ -1,0 +1,9 @@
+//! Integration tests: the real `wasmlet` binary against the real containerd started by
+//! scripts/setup-node.sh. One binary, a module per feature.
+
+mod harness;
+
+mod images;
+mod manifests;
+mod pods;
+mod restarts;
