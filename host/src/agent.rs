@@ -87,19 +87,33 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         source: source_rx.clone(),
     };
     if kubelet.read_only_port != 0 {
-        let ip: IpAddr = kubelet.address.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let ip: IpAddr = kubelet
+            .address
+            .parse()
+            .unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let addr = SocketAddr::new(ip, kubelet.read_only_port);
         server::serve(addr, server::read_only_router(state.clone()))
             .await
-            .map_err(|source| StartError::Bind { what: "readOnlyPort", addr, source })?;
+            .map_err(|source| StartError::Bind {
+                what: "readOnlyPort",
+                addr,
+                source,
+            })?;
         info!(%addr, "serving the read-only port");
     }
     if kubelet.healthz_port != 0 {
-        let ip: IpAddr = kubelet.healthz_bind_address.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let ip: IpAddr = kubelet
+            .healthz_bind_address
+            .parse()
+            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
         let addr = SocketAddr::new(ip, kubelet.healthz_port);
         server::serve(addr, server::healthz_router(state))
             .await
-            .map_err(|source| StartError::Bind { what: "healthzPort", addr, source })?;
+            .map_err(|source| StartError::Bind {
+                what: "healthzPort",
+                addr,
+                source,
+            })?;
         info!(%addr, "serving healthz");
     }
 
@@ -123,7 +137,12 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
 
     let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);
     let (runtime_pods_tx, runtime_pods_rx) = watch::channel(HashSet::new());
-    let pleg = Pleg::new(cri, &config.node_name, config.wasmlet.pleg_relist_period, health.clone());
+    let pleg = Pleg::new(
+        cri,
+        &config.node_name,
+        config.wasmlet.pleg_relist_period,
+        health.clone(),
+    );
     tokio::spawn(pleg.run(pleg_tx, runtime_pods_tx));
 
     match &kubelet.static_pod_path {
@@ -137,7 +156,10 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         }
         None => {
             info!("no staticPodPath configured: running no static pods");
-            let _ = source_tx.send(Arc::new(SourceSnapshot { ready: true, ..Default::default() }));
+            let _ = source_tx.send(Arc::new(SourceSnapshot {
+                ready: true,
+                ..Default::default()
+            }));
         }
     }
 

@@ -35,13 +35,21 @@ impl BackOff {
     }
 
     /// If `key` failed at `event_time` and must still wait, how long is left.
-    pub fn remaining(&self, key: &str, event_time: SystemTime, now: SystemTime) -> Option<Duration> {
+    pub fn remaining(
+        &self,
+        key: &str,
+        event_time: SystemTime,
+        now: SystemTime,
+    ) -> Option<Duration> {
         let entry = self.entries.get(key)?;
         if self.expired(entry, event_time) {
             return None;
         }
         let waited = now.duration_since(event_time).unwrap_or(Duration::ZERO);
-        entry.backoff.checked_sub(waited).filter(|left| !left.is_zero())
+        entry
+            .backoff
+            .checked_sub(waited)
+            .filter(|left| !left.is_zero())
     }
 
     /// How long `key` must still wait since its last retry (image pulls count from the pull).
@@ -58,10 +66,18 @@ impl BackOff {
     /// Records a retry of `key` after a failure at `event_time`.
     pub fn next(&mut self, key: &str, event_time: SystemTime, now: SystemTime) {
         let backoff = match self.entries.get(key) {
-            Some(entry) if !self.expired(entry, event_time) => (entry.backoff * 2).min(self.config.max_period),
+            Some(entry) if !self.expired(entry, event_time) => {
+                (entry.backoff * 2).min(self.config.max_period)
+            }
             _ => self.config.initial_period,
         };
-        self.entries.insert(key.to_string(), Entry { backoff, last_update: now });
+        self.entries.insert(
+            key.to_string(),
+            Entry {
+                backoff,
+                last_update: now,
+            },
+        );
     }
 
     /// Rebuilds the state a previous run had reached for `key`, from what the runtime still
@@ -78,7 +94,13 @@ impl BackOff {
             .checked_mul(1u32 << doublings)
             .unwrap_or(self.config.max_period)
             .min(self.config.max_period);
-        self.entries.insert(key.to_string(), Entry { backoff, last_update: started_at });
+        self.entries.insert(
+            key.to_string(),
+            Entry {
+                backoff,
+                last_update: started_at,
+            },
+        );
     }
 }
 
@@ -97,7 +119,10 @@ mod tests {
         assert_eq!(b.remaining("c", at(0), at(0)), None);
         b.next("c", at(0), at(0));
         // Second failure at t=5: wait 10s from the failure.
-        assert_eq!(b.remaining("c", at(5), at(5)), Some(Duration::from_secs(10)));
+        assert_eq!(
+            b.remaining("c", at(5), at(5)),
+            Some(Duration::from_secs(10))
+        );
         assert_eq!(b.remaining("c", at(5), at(15)), None);
         b.next("c", at(5), at(15));
         assert_eq!(b.current("c"), Some(Duration::from_secs(20)));
@@ -108,7 +133,11 @@ mod tests {
             t += wait.as_secs();
             b.next("c", at(t - wait.as_secs()), at(t));
         }
-        assert_eq!(b.current("c"), Some(Duration::from_secs(300)), "capped at 5m");
+        assert_eq!(
+            b.current("c"),
+            Some(Duration::from_secs(300)),
+            "capped at 5m"
+        );
         // A container that ran for more than 10 minutes starts over.
         assert_eq!(b.remaining("c", at(t + 601), at(t + 601)), None);
         b.next("c", at(t + 601), at(t + 601));
@@ -120,8 +149,15 @@ mod tests {
         let mut b = BackOff::new(BackOffConfig::UPSTREAM);
         b.seed("c", 3, at(0));
         assert_eq!(b.current("c"), Some(Duration::from_secs(40)));
-        assert_eq!(b.remaining("c", at(2), at(2)), Some(Duration::from_secs(40)));
+        assert_eq!(
+            b.remaining("c", at(2), at(2)),
+            Some(Duration::from_secs(40))
+        );
         b.seed("c", 9, at(0));
-        assert_eq!(b.current("c"), Some(Duration::from_secs(40)), "known keys are kept");
+        assert_eq!(
+            b.current("c"),
+            Some(Duration::from_secs(40)),
+            "known keys are kept"
+        );
     }
 }

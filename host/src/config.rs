@@ -84,7 +84,9 @@ impl NodeConfig {
             None => Default::default(),
         };
         // As upstream, a relative path in the file is relative to the file's directory.
-        if let (Some(static_path), Some(dir)) = (&kubelet.static_pod_path, file.and_then(Path::parent)) {
+        if let (Some(static_path), Some(dir)) =
+            (&kubelet.static_pod_path, file.and_then(Path::parent))
+        {
             if Path::new(static_path).is_relative() {
                 kubelet.static_pod_path = Some(dir.join(static_path).display().to_string());
             }
@@ -153,7 +155,11 @@ impl NodeConfig {
     }
 }
 
-type Parsed = (KubeletConfiguration, WasmletConfiguration, Vec<ConfigWarning>);
+type Parsed = (
+    KubeletConfiguration,
+    WasmletConfiguration,
+    Vec<ConfigWarning>,
+);
 
 fn parse_file(path: &Path) -> Result<Parsed, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -174,7 +180,8 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
             index,
             message,
         };
-        let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document).map_err(|e| doc_error(e.to_string()))?;
+        let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document)
+            .map_err(|e| doc_error(e.to_string()))?;
         if value.is_null() {
             continue;
         }
@@ -184,7 +191,12 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
         let text_of = |key: &str| mapping.get(key).and_then(|v| v.as_str()).unwrap_or("");
         match (text_of("apiVersion"), text_of("kind")) {
             (KUBELET_API_VERSION, "KubeletConfiguration") => {
-                warn_unknown(mapping, kubelet::KNOWN_FIELDS, kubelet::NOT_YET_IMPLEMENTED, &mut warnings);
+                warn_unknown(
+                    mapping,
+                    kubelet::KNOWN_FIELDS,
+                    kubelet::NOT_YET_IMPLEMENTED,
+                    &mut warnings,
+                );
                 kubelet = Some(typed::<KubeletConfiguration>(path, &value)?);
             }
             (WASMLET_API_VERSION, "WasmletConfiguration") => {

@@ -43,6 +43,7 @@ pub mod labels {
     pub const NODE: &str = "wasmlet.dev/node";
     /// Annotations, as upstream.
     pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
-    pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
+    pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str =
+        "io.kubernetes.container.terminationMessagePath";
     pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 }

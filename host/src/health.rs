@@ -50,7 +50,9 @@ impl Health {
         ] {
             let silent = Duration::from_millis(now.saturating_sub(last.load(Ordering::Relaxed)));
             if silent > threshold {
-                problems.push(format!("{name} was last seen active {silent:?} ago; threshold is {threshold:?}"));
+                problems.push(format!(
+                    "{name} was last seen active {silent:?} ago; threshold is {threshold:?}"
+                ));
             }
         }
         if problems.is_empty() {

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use wasmlet::config::{NodeConfig, Overrides};
 
 #[derive(Parser)]
-#[command(name = "wasmlet", version, about = "A Kubernetes node agent whose policies are WebAssembly components")]
+#[command(
+    name = "wasmlet",
+    version,
+    about = "A Kubernetes node agent whose policies are WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -96,16 +96,22 @@ impl Pleg {
 
     /// Relists forever. `runtime_pods` receives the UIDs the runtime holds for this node
     /// after each successful relist, for orphan cleanup.
-    pub async fn run(mut self, events: mpsc::Sender<PlegEvent>, runtime_pods: watch::Sender<HashSet<String>>) {
+    pub async fn run(
+        mut self,
+        events: mpsc::Sender<PlegEvent>,
+        runtime_pods: watch::Sender<HashSet<String>>,
+    ) {
         loop {
             match self.relist().await {
                 Ok(found) => {
                     for event in found {
-                        if let Err(mpsc::error::TrySendError::Full(event)) = events.try_send(event) {
+                        if let Err(mpsc::error::TrySendError::Full(event)) = events.try_send(event)
+                        {
                             warn!(pod_uid = %event.pod_uid, "PLEG event channel full; event dropped");
                         }
                     }
-                    let uids: HashSet<String> = self.records.values().map(|r| r.pod_uid.clone()).collect();
+                    let uids: HashSet<String> =
+                        self.records.values().map(|r| r.pod_uid.clone()).collect();
                     runtime_pods.send_if_modified(|current| {
                         let changed = *current != uids;
                         *current = uids;
@@ -126,14 +132,22 @@ impl Pleg {
     pub async fn relist(&mut self) -> Result<Vec<PlegEvent>, CriError> {
         let sandboxes = self.cri.list_pod_sandbox(self.selector.clone()).await?;
         let containers = self.cri.list_containers(self.selector.clone()).await?;
-        let uid_of = |labels: &HashMap<String, String>| labels.get(labels::POD_UID).cloned().unwrap_or_default();
+        let uid_of = |labels: &HashMap<String, String>| {
+            labels.get(labels::POD_UID).cloned().unwrap_or_default()
+        };
         let mut current = HashMap::new();
         for sandbox in sandboxes {
-            let record = Record { pod_uid: uid_of(&sandbox.labels), state: sandbox_state(sandbox.state) };
+            let record = Record {
+                pod_uid: uid_of(&sandbox.labels),
+                state: sandbox_state(sandbox.state),
+            };
             current.insert(sandbox.id, record);
         }
         for container in containers {
-            let record = Record { pod_uid: uid_of(&container.labels), state: container_state(container.state) };
+            let record = Record {
+                pod_uid: uid_of(&container.labels),
+                state: container_state(container.state),
+            };
             current.insert(container.id, record);
         }
         let mut found = Vec::new();
@@ -144,7 +158,11 @@ impl Pleg {
             let pod_uid = new.or(old).map(|r| r.pod_uid.clone()).unwrap_or_default();
             for kind in events_for(old.map(|r| r.state), new.map(|r| r.state)) {
                 if kind != PlegEventKind::ContainerChanged {
-                    found.push(PlegEvent { pod_uid: pod_uid.clone(), container_id: id.clone(), kind });
+                    found.push(PlegEvent {
+                        pod_uid: pod_uid.clone(),
+                        container_id: id.clone(),
+                        kind,
+                    });
                 }
             }
         }
@@ -164,8 +182,14 @@ mod tests {
     #[test]
     fn state_transitions_map_to_upstream_events() {
         assert_eq!(events_for(None, Some(State::Running)), [ContainerStarted]);
-        assert_eq!(events_for(Some(State::Running), Some(State::Exited)), [ContainerDied]);
-        assert_eq!(events_for(Some(State::Running), None), [ContainerDied, ContainerRemoved]);
+        assert_eq!(
+            events_for(Some(State::Running), Some(State::Exited)),
+            [ContainerDied]
+        );
+        assert_eq!(
+            events_for(Some(State::Running), None),
+            [ContainerDied, ContainerRemoved]
+        );
         assert_eq!(events_for(Some(State::Exited), None), [ContainerRemoved]);
         assert_eq!(events_for(Some(State::Running), Some(State::Running)), []);
         assert_eq!(events_for(None, Some(State::Created)), [ContainerChanged]);

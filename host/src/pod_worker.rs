@@ -92,7 +92,11 @@ pub fn full_name(pod: &Pod) -> String {
 
 /// Starts a worker for `pod`; it waits for `predecessor` (a terminating pod with the same
 /// full name) to finish first.
-pub fn spawn(node: Arc<NodeRuntime>, pod: Pod, predecessor: Option<watch::Receiver<bool>>) -> WorkerHandle {
+pub fn spawn(
+    node: Arc<NodeRuntime>,
+    pod: Pod,
+    predecessor: Option<watch::Receiver<bool>>,
+) -> WorkerHandle {
     let (messages, inbox) = mpsc::unbounded_channel();
     let (done_tx, done) = watch::channel(false);
     let uid = pod.metadata.uid.clone().unwrap_or_default();
@@ -137,7 +141,13 @@ struct SyncOutcome {
 
 impl SyncOutcome {
     fn wait(&mut self, container: &str, reason: &str, message: String, retry: Duration) {
-        self.waiting.insert(container.into(), Waiting { reason: reason.into(), message });
+        self.waiting.insert(
+            container.into(),
+            Waiting {
+                reason: reason.into(),
+                message,
+            },
+        );
         self.requeue = self.requeue.min(retry);
     }
 }
@@ -220,7 +230,10 @@ impl PodWorker {
         };
         if !runtime.current_sandbox().is_some_and(|s| s.ready) {
             if self.published_phase_is_terminal() {
-                return self.finish(runtime).await.map(|()| self.node.sync_frequency);
+                return self
+                    .finish(runtime)
+                    .await
+                    .map(|()| self.node.sync_frequency);
             }
             self.create_sandbox(&runtime).await?;
             runtime = self.fetch().await?;
@@ -229,7 +242,11 @@ impl PodWorker {
             return Ok(SYNC_ERROR_RETRY);
         };
         let facts = PodFacts {
-            pod_ip: sandbox.ips.first().cloned().unwrap_or_else(|| self.node.node.node_ip.clone()),
+            pod_ip: sandbox
+                .ips
+                .first()
+                .cloned()
+                .unwrap_or_else(|| self.node.node.node_ip.clone()),
             pod_ips: sandbox.ips.clone(),
             host_ip: self.node.node.node_ip.clone(),
         };
@@ -242,14 +259,18 @@ impl PodWorker {
                 Some(c) if runtime_status::is_exited(&c) && c.exit_code == 0 => continue,
                 Some(c) if runtime_status::is_exited(&c) => {
                     if restart_policy != "Never" {
-                        self.restart(container, &c, &runtime, &sandbox.id, &facts, &mut outcome).await?;
+                        self.restart(container, &c, &runtime, &sandbox.id, &facts, &mut outcome)
+                            .await?;
                     }
                 }
                 Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
                     self.start_created(&c, &mut outcome).await;
                 }
                 Some(_) => {}
-                None => self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome).await?,
+                None => {
+                    self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome)
+                        .await?
+                }
             }
             initialized = false;
             break;
@@ -258,7 +279,10 @@ impl PodWorker {
             for container in &containers {
                 let latest = runtime.latest(&container.name).cloned();
                 match latest {
-                    None => self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome).await?,
+                    None => {
+                        self.start(container, 0, &runtime, &sandbox.id, &facts, &mut outcome)
+                            .await?
+                    }
                     Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
                         self.start_created(&c, &mut outcome).await;
                     }
@@ -269,7 +293,15 @@ impl PodWorker {
                             _ => false,
                         };
                         if restart {
-                            self.restart(container, &c, &runtime, &sandbox.id, &facts, &mut outcome).await?;
+                            self.restart(
+                                container,
+                                &c,
+                                &runtime,
+                                &sandbox.id,
+                                &facts,
+                                &mut outcome,
+                            )
+                            .await?;
                         }
                     }
                     Some(_) => {}
@@ -299,10 +331,15 @@ impl PodWorker {
         // Containers that lost their sandbox cannot keep running in a new one.
         self.stop_containers(runtime).await?;
         for old in &runtime.sandboxes {
-            self.node.cri.stop_pod_sandbox(&old.id).await.or_else(ignore_not_found)?;
+            self.node
+                .cri
+                .stop_pod_sandbox(&old.id)
+                .await
+                .or_else(ignore_not_found)?;
         }
         let attempt = runtime.current_sandbox().map_or(0, |s| s.attempt + 1);
-        let config = pod_config::sandbox_config(&self.pod, &self.node.node, attempt).map_err(SyncError::Config)?;
+        let config = pod_config::sandbox_config(&self.pod, &self.node.node, attempt)
+            .map_err(SyncError::Config)?;
         if let Err(error) = std::fs::create_dir_all(&config.log_directory) {
             warn!(dir = %config.log_directory, %error, "cannot create the pod log directory");
         }
@@ -344,7 +381,8 @@ impl PodWorker {
         }
         self.container_backoff.next(key, failed_at, now);
         info!(container = %container.name, restart = attempt + 1, exit_code = last.exit_code, "restarting container");
-        self.start(container, attempt + 1, runtime, sandbox_id, facts, outcome).await
+        self.start(container, attempt + 1, runtime, sandbox_id, facts, outcome)
+            .await
     }
 
     /// Starts a container that was created but never started (a sync cut short).
@@ -374,28 +412,56 @@ impl PodWorker {
         // container GC does with MaxPerPodContainer = 1.
         for old in runtime.containers_named(&container.name).skip(1) {
             if runtime_status::is_exited(old) {
-                self.node.cri.remove_container(&old.id).await.or_else(ignore_not_found)?;
+                self.node
+                    .cri
+                    .remove_container(&old.id)
+                    .await
+                    .or_else(ignore_not_found)?;
             }
         }
         let sandbox_attempt = runtime.current_sandbox().map_or(0, |s| s.attempt);
         let sandbox_config =
-            pod_config::sandbox_config(&self.pod, &self.node.node, sandbox_attempt).map_err(SyncError::Config)?;
-        let config = match pod_config::container_config(&self.pod, container, restart_count, facts, &self.node.node) {
+            pod_config::sandbox_config(&self.pod, &self.node.node, sandbox_attempt)
+                .map_err(SyncError::Config)?;
+        let config = match pod_config::container_config(
+            &self.pod,
+            container,
+            restart_count,
+            facts,
+            &self.node.node,
+        ) {
             Ok(config) => config,
             Err(message) => {
-                outcome.wait(&container.name, "CreateContainerConfigError", message, SYNC_ERROR_RETRY);
+                outcome.wait(
+                    &container.name,
+                    "CreateContainerConfigError",
+                    message,
+                    SYNC_ERROR_RETRY,
+                );
                 return Ok(());
             }
         };
-        let id = match self.node.cri.create_container(sandbox_id, config, sandbox_config).await {
+        let id = match self
+            .node
+            .cri
+            .create_container(sandbox_id, config, sandbox_config)
+            .await
+        {
             Ok(id) => id,
             Err(error) => {
-                outcome.wait(&container.name, "CreateContainerError", error.to_string(), SYNC_ERROR_RETRY);
+                outcome.wait(
+                    &container.name,
+                    "CreateContainerError",
+                    error.to_string(),
+                    SYNC_ERROR_RETRY,
+                );
                 return Ok(());
             }
         };
         match self.node.cri.start_container(&id).await {
-            Ok(()) => info!(container = %container.name, id = %id, restart_count, "container started"),
+            Ok(()) => {
+                info!(container = %container.name, id = %id, restart_count, "container started")
+            }
             // The runtime records the failed start (exit 128, StartError); the next sync
             // restarts it under back-off like any other failure.
             Err(error) => warn!(container = %container.name, %error, "container failed to start"),
@@ -404,9 +470,15 @@ impl PodWorker {
     }
 
     /// Makes the image available per `imagePullPolicy`, or says why the container waits.
-    async fn ensure_image(&mut self, container: &Container) -> Result<(), (&'static str, String, Duration)> {
+    async fn ensure_image(
+        &mut self,
+        container: &Container,
+    ) -> Result<(), (&'static str, String, Duration)> {
         let image = container.image.clone().unwrap_or_default();
-        let policy = container.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let policy = container
+            .image_pull_policy
+            .as_deref()
+            .unwrap_or("IfNotPresent");
         let present = match self.node.cri.image_status(&image).await {
             Ok(found) => found.is_some(),
             Err(error) => return Err(("ImageInspectError", error.to_string(), SYNC_ERROR_RETRY)),
@@ -414,14 +486,19 @@ impl PodWorker {
         match (policy, present) {
             ("Never", true) | ("IfNotPresent", true) => return Ok(()),
             ("Never", false) => {
-                let message = format!("Container image \"{image}\" is not present with pull policy of Never");
+                let message =
+                    format!("Container image \"{image}\" is not present with pull policy of Never");
                 return Err(("ErrImageNeverPull", message, self.node.sync_frequency));
             }
             _ => {}
         }
         let now = SystemTime::now();
         if let Some(left) = self.image_backoff.remaining_since_update(&image, now) {
-            return Err(("ImagePullBackOff", format!("Back-off pulling image \"{image}\""), left));
+            return Err((
+                "ImagePullBackOff",
+                format!("Back-off pulling image \"{image}\""),
+                left,
+            ));
         }
         let sandbox_config = pod_config::sandbox_config(&self.pod, &self.node.node, 0)
             .map_err(|e| ("ErrImagePull", e, SYNC_ERROR_RETRY))?;
@@ -440,7 +517,12 @@ impl PodWorker {
         }
     }
 
-    fn publish(&self, runtime: &PodRuntimeStatus, waiting: &HashMap<String, Waiting>, terminal: bool) {
+    fn publish(
+        &self,
+        runtime: &PodRuntimeStatus,
+        waiting: &HashMap<String, Waiting>,
+        terminal: bool,
+    ) {
         let previous = self.node.store.get(&self.uid).and_then(|p| p.status);
         let status = status::generate(&StatusInput {
             pod: &self.pod,
@@ -462,7 +544,11 @@ impl PodWorker {
     async fn finish(&mut self, runtime: PodRuntimeStatus) -> Result<(), SyncError> {
         self.stop_containers(&runtime).await?;
         for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
-            self.node.cri.stop_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+            self.node
+                .cri
+                .stop_pod_sandbox(&sandbox.id)
+                .await
+                .or_else(ignore_not_found)?;
         }
         let runtime = self.fetch().await?;
         self.publish(&runtime, &HashMap::new(), true);
@@ -493,7 +579,8 @@ impl PodWorker {
         self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
         if let Some(mut stored) = self.node.store.get(&self.uid) {
             stored.metadata.deletion_timestamp = self.pod.metadata.deletion_timestamp.clone();
-            stored.metadata.deletion_grace_period_seconds = self.pod.metadata.deletion_grace_period_seconds;
+            stored.metadata.deletion_grace_period_seconds =
+                self.pod.metadata.deletion_grace_period_seconds;
             self.node.store.set(stored);
         }
         info!(grace_s = grace.as_secs(), "terminating pod");
@@ -539,7 +626,9 @@ async fn stop_all(
         let grace = grace(c);
         async move {
             debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
-            cri.stop_container(&id, grace).await.or_else(ignore_not_found)
+            cri.stop_container(&id, grace)
+                .await
+                .or_else(ignore_not_found)
         }
     });
     futures::future::join_all(stops).await.into_iter().collect()
@@ -553,13 +642,19 @@ async fn kill_and_remove(
 ) -> Result<(), CriError> {
     stop_all(cri, runtime, grace).await?;
     for sandbox in &runtime.sandboxes {
-        cri.stop_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+        cri.stop_pod_sandbox(&sandbox.id)
+            .await
+            .or_else(ignore_not_found)?;
     }
     for container in &runtime.containers {
-        cri.remove_container(&container.id).await.or_else(ignore_not_found)?;
+        cri.remove_container(&container.id)
+            .await
+            .or_else(ignore_not_found)?;
     }
     for sandbox in &runtime.sandboxes {
-        cri.remove_pod_sandbox(&sandbox.id).await.or_else(ignore_not_found)?;
+        cri.remove_pod_sandbox(&sandbox.id)
+            .await
+            .or_else(ignore_not_found)?;
     }
     Ok(())
 }
@@ -592,7 +687,11 @@ pub async fn remove_orphan(node: Arc<NodeRuntime>, uid: String) {
             }
         }
     }
-    for qos in [QosClass::Guaranteed, QosClass::Burstable, QosClass::BestEffort] {
+    for qos in [
+        QosClass::Guaranteed,
+        QosClass::Burstable,
+        QosClass::BestEffort,
+    ] {
         cgroups::remove_pod_cgroup(&qos.cgroup_parent(&uid));
     }
     if let Ok(entries) = std::fs::read_dir(&node.node.pod_logs_dir) {

@@ -48,7 +48,10 @@ pub fn parse_milli(text: &str) -> Result<i128, String> {
     };
     let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
     if whole.is_empty() && fraction.is_empty()
-        || !whole.chars().chain(fraction.chars()).all(|c| c.is_ascii_digit())
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
     {
         return Err(format!("quantity {text:?} has an invalid number"));
     }
@@ -112,12 +115,18 @@ impl QosClass {
     }
 }
 
-fn effective(resources: Option<&ResourceRequirements>) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
+fn effective(
+    resources: Option<&ResourceRequirements>,
+) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
     let limits = resources.and_then(|r| r.limits.clone()).unwrap_or_default();
-    let mut requests = resources.and_then(|r| r.requests.clone()).unwrap_or_default();
+    let mut requests = resources
+        .and_then(|r| r.requests.clone())
+        .unwrap_or_default();
     // The API defaults a missing request to the limit.
     for (name, limit) in &limits {
-        requests.entry(name.clone()).or_insert_with(|| limit.clone());
+        requests
+            .entry(name.clone())
+            .or_insert_with(|| limit.clone());
     }
     (requests, limits)
 }
@@ -126,12 +135,20 @@ fn effective(resources: Option<&ResourceRequirements>) -> (BTreeMap<String, Quan
 pub fn qos_class(spec: &PodSpec) -> QosClass {
     let mut any_set = false;
     let mut guaranteed = true;
-    let containers = spec.init_containers.iter().flatten().chain(&spec.containers);
+    let containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers);
     for container in containers {
         let (requests, limits) = effective(container.resources.as_ref());
         for resource in ["cpu", "memory"] {
-            let request = requests.get(resource).filter(|q| parse_milli(&q.0).is_ok_and(|v| v != 0));
-            let limit = limits.get(resource).filter(|q| parse_milli(&q.0).is_ok_and(|v| v != 0));
+            let request = requests
+                .get(resource)
+                .filter(|q| parse_milli(&q.0).is_ok_and(|v| v != 0));
+            let limit = limits
+                .get(resource)
+                .filter(|q| parse_milli(&q.0).is_ok_and(|v| v != 0));
             any_set |= request.is_some() || limit.is_some();
             match (request, limit) {
                 (Some(r), Some(l)) if parse_milli(&r.0) == parse_milli(&l.0) => {}
@@ -251,7 +268,10 @@ mod tests {
 
     #[test]
     fn qos_classes() {
-        let spec = |c: Container| PodSpec { containers: vec![c], ..Default::default() };
+        let spec = |c: Container| PodSpec {
+            containers: vec![c],
+            ..Default::default()
+        };
         assert_eq!(qos_class(&spec(container(&[], &[]))), QosClass::BestEffort);
         let limits_only = container(&[], &[("cpu", "500m"), ("memory", "64Mi")]);
         assert_eq!(qos_class(&spec(limits_only)), QosClass::Guaranteed);
@@ -261,7 +281,10 @@ mod tests {
 
     #[test]
     fn linux_resources_from_requests_and_limits() {
-        let c = container(&[("cpu", "250m"), ("memory", "32Mi")], &[("cpu", "500m"), ("memory", "64Mi")]);
+        let c = container(
+            &[("cpu", "250m"), ("memory", "32Mi")],
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
         let r = linux_resources(&c, QosClass::Burstable, 1 << 30).unwrap();
         assert_eq!(r.cpu_shares, 256);
         assert_eq!(r.cpu_quota, 50_000);
@@ -269,6 +292,9 @@ mod tests {
         assert_eq!(r.memory_limit_in_bytes, 64 << 20);
         assert_eq!(r.oom_score_adj, 969);
         let none = linux_resources(&container(&[], &[]), QosClass::BestEffort, 1 << 30).unwrap();
-        assert_eq!((none.cpu_shares, none.cpu_quota, none.oom_score_adj), (2, 0, 1000));
+        assert_eq!(
+            (none.cpu_shares, none.cpu_quota, none.oom_score_adj),
+            (2, 0, 1000)
+        );
     }
 }

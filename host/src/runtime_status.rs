@@ -58,7 +58,7 @@ impl PodRuntimeStatus {
                 ips,
             });
         }
-        sandboxes.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         let mut containers = Vec::new();
         for container in cri.list_containers(selector).await? {
             match cri.container_status(&container.id).await {
@@ -68,9 +68,14 @@ impl PodRuntimeStatus {
             }
         }
         containers.sort_by(|a, b| {
-            attempt(b).cmp(&attempt(a)).then(b.created_at.cmp(&a.created_at))
+            attempt(b)
+                .cmp(&attempt(a))
+                .then(b.created_at.cmp(&a.created_at))
         });
-        Ok(Self { sandboxes, containers })
+        Ok(Self {
+            sandboxes,
+            containers,
+        })
     }
 
     /// The newest sandbox, which is the pod's current one.
@@ -79,8 +84,13 @@ impl PodRuntimeStatus {
     }
 
     /// Containers created for `name`, newest attempt first.
-    pub fn containers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a api::ContainerStatus> + 'a {
-        self.containers.iter().filter(move |c| container_name(c) == name)
+    pub fn containers_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a api::ContainerStatus> + 'a {
+        self.containers
+            .iter()
+            .filter(move |c| container_name(c) == name)
     }
 
     /// The newest container created for `name`.

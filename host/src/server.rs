@@ -70,11 +70,16 @@ pub fn read_only_router(state: ServerState) -> Router {
 
 /// Routes of the healthz port.
 pub fn healthz_router(state: ServerState) -> Router {
-    Router::new().route("/healthz", get(healthz)).with_state(state)
+    Router::new()
+        .route("/healthz", get(healthz))
+        .with_state(state)
 }
 
 /// Binds `addr` and serves `router` in the background; binding errors are returned.
-pub async fn serve(addr: SocketAddr, router: Router) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub async fn serve(
+    addr: SocketAddr,
+    router: Router,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     Ok(tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, router).await {

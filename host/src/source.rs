@@ -72,9 +72,10 @@ pub fn scan(path: &Path, node_name: &str) -> SourceSnapshot {
             Ok(pod) => {
                 let name = pod.metadata.name.clone();
                 let namespace = pod.metadata.namespace.clone();
-                let duplicate = snapshot.pods.iter().find(|p| {
-                    p.pod.metadata.name == name && p.pod.metadata.namespace == namespace
-                });
+                let duplicate = snapshot
+                    .pods
+                    .iter()
+                    .find(|p| p.pod.metadata.name == name && p.pod.metadata.namespace == namespace);
                 match duplicate {
                     Some(first) => snapshot.errors.push(ManifestError {
                         message: format!(
@@ -153,7 +154,11 @@ pub async fn run_static_source(
         }
         let changed = **publish.borrow() != snapshot;
         if changed {
-            debug!(pods = snapshot.pods.len(), errors = snapshot.errors.len(), "static pod source changed");
+            debug!(
+                pods = snapshot.pods.len(),
+                errors = snapshot.errors.len(),
+                "static pod source changed"
+            );
             if publish.send(Arc::new(snapshot)).is_err() {
                 return;
             }
@@ -202,17 +207,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let good = "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec:\n  containers: [{name: c, image: busybox:local}]\n";
         std::fs::write(dir.path().join("a-good.yaml"), good).unwrap();
-        std::fs::write(dir.path().join("b-bad.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: [{name: c}]}\n").unwrap();
+        std::fs::write(
+            dir.path().join("b-bad.yaml"),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: [{name: c}]}\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("c-dup.yaml"), good).unwrap();
         std::fs::write(dir.path().join(".hidden.yaml"), "garbage").unwrap();
         let snapshot = scan(dir.path(), "node");
         assert!(snapshot.ready);
         assert_eq!(snapshot.pods.len(), 1);
-        assert_eq!(snapshot.pods[0].pod.metadata.name.as_deref(), Some("good-node"));
+        assert_eq!(
+            snapshot.pods[0].pod.metadata.name.as_deref(),
+            Some("good-node")
+        );
         assert_eq!(snapshot.errors.len(), 2, "{:?}", snapshot.errors);
         assert!(snapshot.errors[0].file.ends_with("b-bad.yaml"));
-        assert!(snapshot.errors[0].message.contains("spec.containers[0].image"), "{}", snapshot.errors[0]);
-        assert!(snapshot.errors[1].message.contains("already defined by"), "{}", snapshot.errors[1]);
+        assert!(
+            snapshot.errors[0]
+                .message
+                .contains("spec.containers[0].image"),
+            "{}",
+            snapshot.errors[0]
+        );
+        assert!(
+            snapshot.errors[1].message.contains("already defined by"),
+            "{}",
+            snapshot.errors[1]
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use crate::cri::pod_config::pod_qos;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::{BTreeMap, HashMap};
@@ -37,7 +37,9 @@ pub struct StatusInput<'a> {
 /// A wall-clock time as the API's `Time`.
 pub fn api_time(at: std::time::SystemTime) -> Time {
     use k8s_openapi::jiff::Timestamp;
-    let nanos = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    let nanos = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
     Time(Timestamp::from_nanosecond(nanos).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 
@@ -49,7 +51,10 @@ fn now() -> Time {
     api_time(std::time::SystemTime::now())
 }
 
-fn terminated_state(c: &crate::cri::api::ContainerStatus, runtime_name: &str) -> ContainerStateTerminated {
+fn terminated_state(
+    c: &crate::cri::api::ContainerStatus,
+    runtime_name: &str,
+) -> ContainerStateTerminated {
     ContainerStateTerminated {
         exit_code: c.exit_code,
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
@@ -70,10 +75,11 @@ fn container_status(
     let latest = history.next();
     let previous = history.next();
     let terminated_of = |c: Option<&crate::cri::api::ContainerStatus>| {
-        c.filter(|c| runtime_status::is_exited(c)).map(|c| ContainerState {
-            terminated: Some(terminated_state(c, input.runtime_name)),
-            ..Default::default()
-        })
+        c.filter(|c| runtime_status::is_exited(c))
+            .map(|c| ContainerState {
+                terminated: Some(terminated_state(c, input.runtime_name)),
+                ..Default::default()
+            })
     };
     let waiting = |reason: &str, message: Option<String>| ContainerState {
         waiting: Some(ContainerStateWaiting {
@@ -90,12 +96,17 @@ fn container_status(
         (None, None) => (waiting(default_waiting, None), None),
         (None, Some(c)) if runtime_status::is_running(c) => (
             ContainerState {
-                running: Some(ContainerStateRunning { started_at: time(c.started_at) }),
+                running: Some(ContainerStateRunning {
+                    started_at: time(c.started_at),
+                }),
                 ..Default::default()
             },
             terminated_of(previous),
         ),
-        (None, Some(c)) if runtime_status::is_exited(c) => (terminated_of(Some(c)).unwrap_or_default(), terminated_of(previous)),
+        (None, Some(c)) if runtime_status::is_exited(c) => (
+            terminated_of(Some(c)).unwrap_or_default(),
+            terminated_of(previous),
+        ),
         (None, Some(_)) => (waiting("ContainerCreating", None), terminated_of(previous)),
     };
     let running = state.running.is_some();
@@ -114,10 +125,17 @@ fn container_status(
 }
 
 /// Upstream's `getPhase` over app container statuses, with init containers first.
-fn phase(spec_restart_policy: &str, init: &[ContainerStatus], app: &[ContainerStatus], terminal: bool) -> &'static str {
+fn phase(
+    spec_restart_policy: &str,
+    init: &[ContainerStatus],
+    app: &[ContainerStatus],
+    terminal: bool,
+) -> &'static str {
     let restarted = |s: &ContainerStatus| {
         s.state.as_ref().is_some_and(|st| st.waiting.is_some())
-            && s.last_state.as_ref().is_some_and(|l| l.terminated.is_some())
+            && s.last_state
+                .as_ref()
+                .is_some_and(|l| l.terminated.is_some())
     };
     let mut pending_init = 0;
     let mut failed_init = 0;
@@ -131,7 +149,10 @@ fn phase(spec_restart_policy: &str, init: &[ContainerStatus], app: &[ContainerSt
         }
     }
     let any_app_started = app.iter().any(|s| {
-        s.state.as_ref().is_some_and(|st| st.running.is_some() || st.terminated.is_some()) || restarted(s)
+        s.state
+            .as_ref()
+            .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            || restarted(s)
     });
     if failed_init > 0 && spec_restart_policy == "Never" {
         return "Failed";
@@ -160,7 +181,11 @@ fn phase(spec_restart_policy: &str, init: &[ContainerStatus], app: &[ContainerSt
         _ if running > 0 => "Running",
         _ if stopped > 0 => {
             if terminal {
-                return if stopped == succeeded { "Succeeded" } else { "Failed" };
+                return if stopped == succeeded {
+                    "Succeeded"
+                } else {
+                    "Failed"
+                };
             }
             match spec_restart_policy {
                 "Always" => "Running",
@@ -173,7 +198,13 @@ fn phase(spec_restart_policy: &str, init: &[ContainerStatus], app: &[ContainerSt
     }
 }
 
-fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String>, previous: Option<&PodStatus>) -> PodCondition {
+fn condition(
+    type_: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    previous: Option<&PodStatus>,
+) -> PodCondition {
     let status = if ok { "True" } else { "False" };
     let earlier = previous
         .and_then(|p| p.conditions.as_ref())
@@ -189,8 +220,23 @@ fn condition(type_: &str, ok: bool, reason: Option<&str>, message: Option<String
     }
 }
 
-fn names_where(statuses: &[ContainerStatus], pred: impl Fn(&ContainerStatus) -> bool) -> Vec<String> {
-    statuses.iter().filter(|s| pred(s)).map(|s| s.name.clone()).collect()
+/// The container's current state is a clean exit.
+fn succeeded(s: &ContainerStatus) -> bool {
+    s.state
+        .as_ref()
+        .and_then(|st| st.terminated.as_ref())
+        .is_some_and(|t| t.exit_code == 0)
+}
+
+fn names_where(
+    statuses: &[ContainerStatus],
+    pred: impl Fn(&ContainerStatus) -> bool,
+) -> Vec<String> {
+    statuses
+        .iter()
+        .filter(|s| pred(s))
+        .map(|s| s.name.clone())
+        .collect()
 }
 
 /// Computes the pod's status.
@@ -203,11 +249,17 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         .flatten()
         .map(|c| container_status(input, c, "PodInitializing"))
         .collect();
-    let init_done = init.iter().all(|s| {
-        s.state.as_ref().and_then(|st| st.terminated.as_ref()).is_some_and(|t| t.exit_code == 0)
-    });
-    let app_default = if init_done { "ContainerCreating" } else { "PodInitializing" };
-    let app: Vec<_> = spec.containers.iter().map(|c| container_status(input, c, app_default)).collect();
+    let init_done = init.iter().all(succeeded);
+    let app_default = if init_done {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
+    };
+    let app: Vec<_> = spec
+        .containers
+        .iter()
+        .map(|c| container_status(input, c, app_default))
+        .collect();
     let phase = phase(restart_policy, &init, &app, input.terminal);
 
     let sandbox = input.runtime.current_sandbox().filter(|s| s.ready);
@@ -228,32 +280,66 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
 
     let unready = names_where(&app, |s| !s.ready);
     let containers_ready = unready.is_empty();
-    let unready_message = Some(format!("containers with unready status: [{}]", unready.join(" ")));
-    let not_ready_reason = if phase == "Succeeded" { "PodCompleted" } else { "ContainersNotReady" };
-    let incomplete = names_where(&init, |s| {
-        !s.state.as_ref().and_then(|st| st.terminated.as_ref()).is_some_and(|t| t.exit_code == 0)
-    });
-    let any_app_started = app.iter().any(|s| s.restart_count > 0 || s.state.as_ref().is_some_and(|st| st.waiting.is_none()));
+    let unready_message = Some(format!(
+        "containers with unready status: [{}]",
+        unready.join(" ")
+    ));
+    let not_ready_reason = if phase == "Succeeded" {
+        "PodCompleted"
+    } else {
+        "ContainersNotReady"
+    };
+    let incomplete = names_where(&init, |s| !succeeded(s));
+    let any_app_started = app
+        .iter()
+        .any(|s| s.restart_count > 0 || s.state.as_ref().is_some_and(|st| st.waiting.is_none()));
     let initialized = incomplete.is_empty() || any_app_started;
     let previous = input.previous;
     let conditions = vec![
-        condition("PodReadyToStartContainers", sandbox.is_some(), None, None, previous),
+        condition(
+            "PodReadyToStartContainers",
+            sandbox.is_some(),
+            None,
+            None,
+            previous,
+        ),
         condition(
             "Initialized",
             initialized,
-            Some(if phase == "Succeeded" { "PodCompleted" } else { "ContainersNotInitialized" }),
-            Some(format!("containers with incomplete status: [{}]", incomplete.join(" "))),
+            Some(if phase == "Succeeded" {
+                "PodCompleted"
+            } else {
+                "ContainersNotInitialized"
+            }),
+            Some(format!(
+                "containers with incomplete status: [{}]",
+                incomplete.join(" ")
+            )),
             previous,
         ),
-        condition("Ready", containers_ready, Some(not_ready_reason), unready_message.clone(), previous),
-        condition("ContainersReady", containers_ready, Some(not_ready_reason), unready_message, previous),
+        condition(
+            "Ready",
+            containers_ready,
+            Some(not_ready_reason),
+            unready_message.clone(),
+            previous,
+        ),
+        condition(
+            "ContainersReady",
+            containers_ready,
+            Some(not_ready_reason),
+            unready_message,
+            previous,
+        ),
         condition("PodScheduled", true, None, None, previous),
     ];
     PodStatus {
         phase: Some(phase.into()),
         conditions: Some(conditions),
         host_ip: Some(input.host_ip.to_string()),
-        host_ips: Some(vec![HostIP { ip: input.host_ip.to_string() }]),
+        host_ips: Some(vec![HostIP {
+            ip: input.host_ip.to_string(),
+        }]),
         pod_ip: pod_ips.first().cloned(),
         pod_ips: Some(pod_ips.into_iter().map(|ip| PodIP { ip }).collect()),
         start_time: input.start_time.clone(),
@@ -301,14 +387,17 @@ impl StatusStore {
     pub fn list(&self) -> Vec<Pod> {
         let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
         pods.sort_by(|a, b| {
-            (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
         });
         pods
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pod>> {
         // A panic while holding the lock cannot leave a map half-written; keep serving.
-        self.pods.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.pods
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

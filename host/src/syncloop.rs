@@ -36,7 +36,12 @@ pub struct SyncLoop {
 }
 
 impl SyncLoop {
-    pub fn new(node: Arc<NodeRuntime>, health: Arc<Health>, max_pods: usize, housekeeping_period: Duration) -> Self {
+    pub fn new(
+        node: Arc<NodeRuntime>,
+        health: Arc<Health>,
+        max_pods: usize,
+        housekeeping_period: Duration,
+    ) -> Self {
         Self {
             node,
             health,
@@ -83,7 +88,12 @@ impl SyncLoop {
             .values()
             .filter(|w| !w.terminating)
             .filter(|w| {
-                let phase = self.node.store.get(&w.uid).and_then(|p| p.status).and_then(|s| s.phase);
+                let phase = self
+                    .node
+                    .store
+                    .get(&w.uid)
+                    .and_then(|p| p.status)
+                    .and_then(|s| s.phase);
                 !matches!(phase.as_deref(), Some("Succeeded") | Some("Failed"))
             })
             .count()
@@ -92,7 +102,8 @@ impl SyncLoop {
     /// Brings the workers in line with a source snapshot: removals first, then additions.
     pub fn apply(&mut self, snapshot: &SourceSnapshot) {
         self.source_ready |= snapshot.ready;
-        let desired: HashMap<&str, &StaticPod> = snapshot.pods.iter().map(|p| (p.uid(), p)).collect();
+        let desired: HashMap<&str, &StaticPod> =
+            snapshot.pods.iter().map(|p| (p.uid(), p)).collect();
         for (uid, worker) in self.workers.iter_mut() {
             if !worker.terminating && !desired.contains_key(uid.as_str()) {
                 info!(pod = %worker.full_name, %uid, "pod removed from its source; terminating");
@@ -127,7 +138,11 @@ impl SyncLoop {
             );
             warn!(pod = %pod_worker::full_name(&pod), %uid, %message, "pod rejected at admission");
             let mut rejected = pod;
-            rejected.status = Some(status::rejected("OutOfpods", message, &self.node.node.node_ip));
+            rejected.status = Some(status::rejected(
+                "OutOfpods",
+                message,
+                &self.node.node.node_ip,
+            ));
             self.node.store.set(rejected);
             self.rejected.insert(uid);
             return;
@@ -151,7 +166,8 @@ impl SyncLoop {
             terminal: false,
         }));
         self.node.store.set(pending);
-        self.workers.insert(uid, pod_worker::spawn(self.node.clone(), pod, predecessor));
+        self.workers
+            .insert(uid, pod_worker::spawn(self.node.clone(), pod, predecessor));
     }
 
     /// Forgets finished workers and terminates pods the runtime holds that nobody wants,
@@ -163,7 +179,10 @@ impl SyncLoop {
             return;
         }
         for uid in runtime_pods {
-            if self.workers.contains_key(uid) || self.orphan_cleanups.contains_key(uid) || uid.is_empty() {
+            if self.workers.contains_key(uid)
+                || self.orphan_cleanups.contains_key(uid)
+                || uid.is_empty()
+            {
                 continue;
             }
             let task = tokio::spawn(pod_worker::remove_orphan(self.node.clone(), uid.clone()));

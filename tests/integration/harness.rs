@@ -40,7 +40,9 @@ impl Default for NodeOptions {
     fn default() -> Self {
         Self {
             extra_kubelet: String::new(),
-            extra_wasmlet: "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n".into(),
+            extra_wasmlet:
+                "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n"
+                    .into(),
         }
     }
 }
@@ -82,7 +84,10 @@ impl Node {
             extra_wasmlet = options.extra_wasmlet,
         );
         std::fs::write(&config, text).unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let cri = {
             let _guard = runtime.enter();
             CriClient::connect(&socket, Duration::from_secs(60)).unwrap()
@@ -119,7 +124,9 @@ impl Node {
             .spawn()
             .expect("start wasmlet");
         self.child = Some(child);
-        self.wait_for("the read-only port", Duration::from_secs(20), |n| n.try_get("/healthz"));
+        self.wait_for("the read-only port", Duration::from_secs(20), |n| {
+            n.try_get("/healthz")
+        });
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -170,7 +177,9 @@ impl Node {
     }
 
     pub fn get_json(&self, path: &str) -> Value {
-        let text = self.try_get(path).unwrap_or_else(|| panic!("GET {path} failed\n{}", self.log_tail()));
+        let text = self
+            .try_get(path)
+            .unwrap_or_else(|| panic!("GET {path} failed\n{}", self.log_tail()));
         serde_json::from_str(&text).unwrap()
     }
 
@@ -192,7 +201,12 @@ impl Node {
     }
 
     /// Polls `check` every 50 ms until it returns `Some`, or fails the test with the log.
-    pub fn wait_for<T>(&self, what: &str, timeout: Duration, check: impl Fn(&Node) -> Option<T>) -> T {
+    pub fn wait_for<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        check: impl Fn(&Node) -> Option<T>,
+    ) -> T {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(value) = check(self) {
@@ -225,7 +239,10 @@ impl Node {
 
     /// This node's sandboxes, optionally only those of the pod named `<pod>-<node>`.
     pub fn sandboxes(&self, pod: Option<&str>) -> Vec<api::PodSandbox> {
-        let extra: Vec<_> = pod.map(|p| (labels::POD_NAME, format!("{p}-{}", self.name))).into_iter().collect();
+        let extra: Vec<_> = pod
+            .map(|p| (labels::POD_NAME, format!("{p}-{}", self.name)))
+            .into_iter()
+            .collect();
         self.runtime
             .block_on(self.cri.list_pod_sandbox(self.selector(&extra)))
             .expect("ListPodSandbox")
@@ -233,9 +250,16 @@ impl Node {
 
     /// This node's containers with full status, optionally of one pod.
     pub fn containers(&self, pod: Option<&str>) -> Vec<api::ContainerStatus> {
-        let extra: Vec<_> = pod.map(|p| (labels::POD_NAME, format!("{p}-{}", self.name))).into_iter().collect();
+        let extra: Vec<_> = pod
+            .map(|p| (labels::POD_NAME, format!("{p}-{}", self.name)))
+            .into_iter()
+            .collect();
         self.runtime.block_on(async {
-            let list = self.cri.list_containers(self.selector(&extra)).await.expect("ListContainers");
+            let list = self
+                .cri
+                .list_containers(self.selector(&extra))
+                .await
+                .expect("ListContainers");
             let mut out = Vec::new();
             for c in list {
                 if let Ok(status) = self.cri.container_status(&c.id).await {
@@ -250,11 +274,21 @@ impl Node {
     fn remove_everything(&self) {
         self.runtime.block_on(async {
             let selector = self.selector(&[]);
-            for c in self.cri.list_containers(selector.clone()).await.unwrap_or_default() {
+            for c in self
+                .cri
+                .list_containers(selector.clone())
+                .await
+                .unwrap_or_default()
+            {
                 let _ = self.cri.stop_container(&c.id, Duration::ZERO).await;
                 let _ = self.cri.remove_container(&c.id).await;
             }
-            for s in self.cri.list_pod_sandbox(selector).await.unwrap_or_default() {
+            for s in self
+                .cri
+                .list_pod_sandbox(selector)
+                .await
+                .unwrap_or_default()
+            {
                 let _ = self.cri.stop_pod_sandbox(&s.id).await;
                 let _ = self.cri.remove_pod_sandbox(&s.id).await;
             }

@@ -11,11 +11,19 @@ fn pod_with_image(name: &str, image: &str, policy: &str) -> String {
 #[test]
 fn missing_image_under_never_is_err_image_never_pull() {
     let node = Node::start("t-neverpull");
-    node.write_manifest("p.yaml", &pod_with_image("p", "docker.io/library/not-imported:local", "Never"));
+    node.write_manifest(
+        "p.yaml",
+        &pod_with_image("p", "docker.io/library/not-imported:local", "Never"),
+    );
     let pod = node.wait_for("ErrImageNeverPull", Duration::from_secs(20), |n| {
-        n.pod("p").filter(|p| container_status(p, "main")["state"]["waiting"]["reason"] == "ErrImageNeverPull")
+        n.pod("p").filter(|p| {
+            container_status(p, "main")["state"]["waiting"]["reason"] == "ErrImageNeverPull"
+        })
     });
-    let message = container_status(&pod, "main")["state"]["waiting"]["message"].as_str().unwrap().to_string();
+    let message = container_status(&pod, "main")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(message, "Container image \"docker.io/library/not-imported:local\" is not present with pull policy of Never");
     assert_eq!(pod["status"]["phase"], "Pending");
 }
@@ -23,11 +31,29 @@ fn missing_image_under_never_is_err_image_never_pull() {
 #[test]
 fn failed_pull_is_err_image_pull_then_image_pull_back_off() {
     let node = Node::start("t-pullfail");
-    node.write_manifest("p.yaml", &pod_with_image("p", "registry.invalid/nothing:1.0", "IfNotPresent"));
-    let reason = |n: &Node| n.pod("p").map(|p| container_status(&p, "main")["state"]["waiting"]["reason"].as_str().unwrap_or("").to_string());
+    node.write_manifest(
+        "p.yaml",
+        &pod_with_image("p", "registry.invalid/nothing:1.0", "IfNotPresent"),
+    );
+    let reason = |n: &Node| {
+        n.pod("p").map(|p| {
+            container_status(&p, "main")["state"]["waiting"]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+    };
     let pod = node.wait_for("ErrImagePull", Duration::from_secs(60), |n| {
-        n.pod("p").filter(|p| container_status(p, "main")["state"]["waiting"]["reason"] == "ErrImagePull")
+        n.pod("p")
+            .filter(|p| container_status(p, "main")["state"]["waiting"]["reason"] == "ErrImagePull")
     });
-    assert!(container_status(&pod, "main")["state"]["waiting"]["message"].as_str().unwrap().contains("PullImage"));
-    node.wait_for("ImagePullBackOff", Duration::from_secs(30), |n| (reason(n)? == "ImagePullBackOff").then_some(()));
+    assert!(
+        container_status(&pod, "main")["state"]["waiting"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("PullImage")
+    );
+    node.wait_for("ImagePullBackOff", Duration::from_secs(30), |n| {
+        (reason(n)? == "ImagePullBackOff").then_some(())
+    });
 }

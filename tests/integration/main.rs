@@ -6,4 +6,5 @@ mod harness;
 mod images;
 mod manifests;
 mod pods;
+mod restart_safety;
 mod restarts;

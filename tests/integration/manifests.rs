@@ -8,43 +8,104 @@ use std::time::{Duration, Instant};
 fn removing_the_manifest_stops_the_pod_within_its_grace_period() {
     let node = Node::start("t-remove");
     // PID 1 ignores SIGTERM: only SIGKILL at the 3s grace deadline stops it.
-    node.write_manifest("stubborn.yaml", &busybox_pod("stubborn", "  terminationGracePeriodSeconds: 3\n", "exec sleep 3600"));
+    node.write_manifest(
+        "stubborn.yaml",
+        &busybox_pod(
+            "stubborn",
+            "  terminationGracePeriodSeconds: 3\n",
+            "exec sleep 3600",
+        ),
+    );
     // A shell that exits on SIGTERM stops at once.
-    node.write_manifest("polite.yaml", &busybox_pod("polite", "  terminationGracePeriodSeconds: 30\n", "trap 'exit 0' TERM; while true; do sleep 0.1; done"));
+    node.write_manifest(
+        "polite.yaml",
+        &busybox_pod(
+            "polite",
+            "  terminationGracePeriodSeconds: 30\n",
+            "trap 'exit 0' TERM; while true; do sleep 0.1; done",
+        ),
+    );
     node.wait_phase("stubborn", "Running", Duration::from_secs(30));
     node.wait_phase("polite", "Running", Duration::from_secs(30));
 
     let removed = Instant::now();
     node.remove_manifest("stubborn.yaml");
     node.remove_manifest("polite.yaml");
-    let gone = |name: &'static str| move |n: &Node| (n.containers(Some(name)).is_empty() && n.sandboxes(Some(name)).is_empty()).then(Instant::now);
-    let polite_gone = node.wait_for("polite to be removed", Duration::from_secs(20), gone("polite"));
-    let stubborn_gone = node.wait_for("stubborn to be removed", Duration::from_secs(20), gone("stubborn"));
+    let gone = |name: &'static str| {
+        move |n: &Node| {
+            (n.containers(Some(name)).is_empty() && n.sandboxes(Some(name)).is_empty())
+                .then(Instant::now)
+        }
+    };
+    let polite_gone = node.wait_for(
+        "polite to be removed",
+        Duration::from_secs(20),
+        gone("polite"),
+    );
+    let stubborn_gone = node.wait_for(
+        "stubborn to be removed",
+        Duration::from_secs(20),
+        gone("stubborn"),
+    );
     let polite = secs(polite_gone - removed);
     let stubborn = secs(stubborn_gone - removed);
-    assert!(polite < 5.0, "a container that exits on SIGTERM took {polite:.1}s");
-    assert!((2.5..9.0).contains(&stubborn), "the grace period of 3s was not honoured: {stubborn:.1}s");
-    node.wait_for("the pods to leave /pods", Duration::from_secs(5), |n| (n.pod("stubborn").is_none() && n.pod("polite").is_none()).then_some(()));
+    assert!(
+        polite < 5.0,
+        "a container that exits on SIGTERM took {polite:.1}s"
+    );
+    assert!(
+        (2.5..9.0).contains(&stubborn),
+        "the grace period of 3s was not honoured: {stubborn:.1}s"
+    );
+    node.wait_for("the pods to leave /pods", Duration::from_secs(5), |n| {
+        (n.pod("stubborn").is_none() && n.pod("polite").is_none()).then_some(())
+    });
 }
 
 #[test]
 fn editing_the_manifest_replaces_the_pod() {
     let node = Node::start("t-edit");
-    node.write_manifest("app.yaml", &busybox_pod("app", "  terminationGracePeriodSeconds: 2\n", "exec sleep 3600"));
+    node.write_manifest(
+        "app.yaml",
+        &busybox_pod(
+            "app",
+            "  terminationGracePeriodSeconds: 2\n",
+            "exec sleep 3600",
+        ),
+    );
     let old = node.wait_phase("app", "Running", Duration::from_secs(30));
     let old_uid = old["metadata"]["uid"].as_str().unwrap().to_string();
 
-    node.write_manifest("app.yaml", &busybox_pod("app", "  terminationGracePeriodSeconds: 2\n", "echo v2; exec sleep 3600"));
+    node.write_manifest(
+        "app.yaml",
+        &busybox_pod(
+            "app",
+            "  terminationGracePeriodSeconds: 2\n",
+            "echo v2; exec sleep 3600",
+        ),
+    );
     let new = node.wait_for("the new pod to run", Duration::from_secs(30), |n| {
-        n.pod("app").filter(|p| p["metadata"]["uid"] != old_uid.as_str() && p["status"]["phase"] == "Running")
+        n.pod("app").filter(|p| {
+            p["metadata"]["uid"] != old_uid.as_str() && p["status"]["phase"] == "Running"
+        })
     });
     let new_uid = new["metadata"]["uid"].as_str().unwrap().to_string();
-    node.wait_for("exactly one sandbox, the new pod's", Duration::from_secs(20), |n| {
-        let sandboxes = n.sandboxes(Some("app"));
-        (sandboxes.len() == 1 && sandboxes[0].labels["io.kubernetes.pod.uid"] == new_uid).then_some(())
-    });
+    node.wait_for(
+        "exactly one sandbox, the new pod's",
+        Duration::from_secs(20),
+        |n| {
+            let sandboxes = n.sandboxes(Some("app"));
+            (sandboxes.len() == 1 && sandboxes[0].labels["io.kubernetes.pod.uid"] == new_uid)
+                .then_some(())
+        },
+    );
     let containers = node.containers(Some("app"));
-    assert!(containers.iter().all(|c| c.labels["io.kubernetes.pod.uid"] == new_uid), "old containers removed");
+    assert!(
+        containers
+            .iter()
+            .all(|c| c.labels["io.kubernetes.pod.uid"] == new_uid),
+        "old containers removed"
+    );
 }
 
 #[test]
@@ -52,23 +113,43 @@ fn a_bad_manifest_is_reported_and_the_others_keep_running() {
     let node = Node::start("t-badfile");
     node.write_manifest("good.yaml", &busybox_pod("good", "", "exec sleep 3600"));
     let good = node.wait_phase("good", "Running", Duration::from_secs(30));
-    let started_at = good["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
+    let started_at =
+        good["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
 
     node.write_manifest("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - name: c\n    image: docker.io/library/busybox:local\n    ports: [{containerPort: eighty}]\n");
-    let report = node.wait_for("the bad manifest to be reported", Duration::from_secs(10), |n| {
-        let report = n.get_json("/manifests");
-        report["errors"].as_array().filter(|e| !e.is_empty()).map(|e| e[0].clone())
-    });
-    assert!(report["file"].as_str().unwrap().ends_with("bad.yaml"), "{report}");
+    let report = node.wait_for(
+        "the bad manifest to be reported",
+        Duration::from_secs(10),
+        |n| {
+            let report = n.get_json("/manifests");
+            report["errors"]
+                .as_array()
+                .filter(|e| !e.is_empty())
+                .map(|e| e[0].clone())
+        },
+    );
+    assert!(
+        report["file"].as_str().unwrap().ends_with("bad.yaml"),
+        "{report}"
+    );
     let message = report["message"].as_str().unwrap();
-    assert!(message.contains("spec.containers[0].ports[0].containerPort"), "{message}");
+    assert!(
+        message.contains("spec.containers[0].ports[0].containerPort"),
+        "{message}"
+    );
     let log = node.log();
-    assert!(log.contains("bad.yaml") && log.contains("containerPort"), "the log names the file and the field");
+    assert!(
+        log.contains("bad.yaml") && log.contains("containerPort"),
+        "the log names the file and the field"
+    );
 
     std::thread::sleep(Duration::from_secs(1));
     let good = node.pod("good").expect("the good pod is still there");
     assert_eq!(good["status"]["phase"], "Running");
     assert_eq!(good["status"]["containerStatuses"][0]["restartCount"], 0);
-    assert_eq!(good["status"]["containerStatuses"][0]["state"]["running"]["startedAt"], started_at);
+    assert_eq!(
+        good["status"]["containerStatuses"][0]["state"]["running"]["startedAt"],
+        started_at
+    );
     assert!(node.pod("bad").is_none());
 }

@@ -13,33 +13,62 @@ fn pod_reaches_running_with_an_ip_and_serves_http() {
     assert!(ip.starts_with("10.88."), "pod IP {ip} from the CNI bridge");
     let status = container_status(&pod, "httpd");
     assert_eq!(status["ready"], true);
-    assert!(status["containerID"].as_str().unwrap().starts_with("containerd://"));
+    assert!(status["containerID"]
+        .as_str()
+        .unwrap()
+        .starts_with("containerd://"));
     let conditions = pod["status"]["conditions"].as_array().unwrap();
-    for kind in ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"] {
-        let c = conditions.iter().find(|c| c["type"] == kind).unwrap_or_else(|| panic!("condition {kind}"));
+    for kind in [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "ContainersReady",
+        "Ready",
+        "PodScheduled",
+    ] {
+        let c = conditions
+            .iter()
+            .find(|c| c["type"] == kind)
+            .unwrap_or_else(|| panic!("condition {kind}"));
         assert_eq!(c["status"], "True", "{kind}: {c}");
     }
     assert_eq!(pod["status"]["qosClass"], "BestEffort");
     let body = node.wait_for("httpd to answer", Duration::from_secs(10), |_| {
-        ureq::get(&format!("http://{ip}:8080/env.txt")).call().ok()?.into_string().ok()
+        ureq::get(&format!("http://{ip}:8080/env.txt"))
+            .call()
+            .ok()?
+            .into_string()
+            .ok()
     });
     let expected = format!("web-t-web default t-web {ip} hello web-t-web");
     assert_eq!(body.trim(), expected);
     // Upstream CRI labels identify the pod.
     let sandboxes = node.sandboxes(Some("web"));
     assert_eq!(sandboxes.len(), 1);
-    assert_eq!(sandboxes[0].labels["io.kubernetes.pod.namespace"], "default");
-    assert_eq!(sandboxes[0].labels["io.kubernetes.pod.uid"], pod["metadata"]["uid"].as_str().unwrap());
+    assert_eq!(
+        sandboxes[0].labels["io.kubernetes.pod.namespace"],
+        "default"
+    );
+    assert_eq!(
+        sandboxes[0].labels["io.kubernetes.pod.uid"],
+        pod["metadata"]["uid"].as_str().unwrap()
+    );
     // Logs land where CRI puts them: <podLogsDir>/<ns>_<name>_<uid>/<container>/<restart>.log
     let uid = pod["metadata"]["uid"].as_str().unwrap();
-    let log_dir = node.logs_dir().join(format!("default_web-t-web_{uid}/httpd"));
-    node.wait_for("the container log file", Duration::from_secs(5), |_| log_dir.join("0.log").exists().then_some(()));
+    let log_dir = node
+        .logs_dir()
+        .join(format!("default_web-t-web_{uid}/httpd"));
+    node.wait_for("the container log file", Duration::from_secs(5), |_| {
+        log_dir.join("0.log").exists().then_some(())
+    });
 }
 
 #[test]
 fn host_network_pod_uses_the_node_ip() {
     let node = Node::start("t-hostnet");
-    node.write_manifest("h.yaml", &busybox_pod("h", "  hostNetwork: true\n", "exec sleep 3600"));
+    node.write_manifest(
+        "h.yaml",
+        &busybox_pod("h", "  hostNetwork: true\n", "exec sleep 3600"),
+    );
     let pod = node.wait_phase("h", "Running", Duration::from_secs(30));
     assert_eq!(pod["status"]["podIP"], pod["status"]["hostIP"]);
 }
@@ -47,10 +76,22 @@ fn host_network_pod_uses_the_node_ip() {
 #[test]
 fn restart_policy_never_and_on_failure() {
     let node = Node::start("t-policies");
-    node.write_manifest("never-fail.yaml", &busybox_pod("never-fail", "  restartPolicy: Never\n", "echo bye; exit 3"));
-    node.write_manifest("never-ok.yaml", &busybox_pod("never-ok", "  restartPolicy: Never\n", "exit 0"));
-    node.write_manifest("onfail-ok.yaml", &busybox_pod("onfail-ok", "  restartPolicy: OnFailure\n", "exit 0"));
-    node.write_manifest("onfail-fail.yaml", &busybox_pod("onfail-fail", "  restartPolicy: OnFailure\n", "exit 2"));
+    node.write_manifest(
+        "never-fail.yaml",
+        &busybox_pod("never-fail", "  restartPolicy: Never\n", "echo bye; exit 3"),
+    );
+    node.write_manifest(
+        "never-ok.yaml",
+        &busybox_pod("never-ok", "  restartPolicy: Never\n", "exit 0"),
+    );
+    node.write_manifest(
+        "onfail-ok.yaml",
+        &busybox_pod("onfail-ok", "  restartPolicy: OnFailure\n", "exit 0"),
+    );
+    node.write_manifest(
+        "onfail-fail.yaml",
+        &busybox_pod("onfail-fail", "  restartPolicy: OnFailure\n", "exit 2"),
+    );
 
     let pod = node.wait_phase("never-fail", "Failed", Duration::from_secs(30));
     let status = container_status(&pod, "main");
@@ -59,19 +100,25 @@ fn restart_policy_never_and_on_failure() {
     assert_eq!(status["state"]["terminated"]["reason"], "Error");
 
     let pod = node.wait_phase("never-ok", "Succeeded", Duration::from_secs(30));
-    assert_eq!(container_status(&pod, "main")["state"]["terminated"]["reason"], "Completed");
+    assert_eq!(
+        container_status(&pod, "main")["state"]["terminated"]["reason"],
+        "Completed"
+    );
     let pod = node.wait_phase("onfail-ok", "Succeeded", Duration::from_secs(30));
     assert_eq!(container_status(&pod, "main")["restartCount"], 0);
 
     // OnFailure restarts a failed container and the pod stays Running.
     let pod = node.wait_for("onfail-fail to restart", Duration::from_secs(30), |n| {
-        n.pod("onfail-fail").filter(|p| container_status(p, "main")["restartCount"].as_i64() >= Some(1))
+        n.pod("onfail-fail")
+            .filter(|p| container_status(p, "main")["restartCount"].as_i64() >= Some(1))
     });
     assert_eq!(pod["status"]["phase"], "Running");
     // A finished pod's sandbox is stopped, its exited container kept for its logs.
     node.wait_for("never-ok's sandbox to stop", Duration::from_secs(10), |n| {
         let sandboxes = n.sandboxes(Some("never-ok"));
-        (sandboxes.len() == 1 && sandboxes[0].state == wasmlet::cri::api::PodSandboxState::SandboxNotready as i32).then_some(())
+        (sandboxes.len() == 1
+            && sandboxes[0].state == wasmlet::cri::api::PodSandboxState::SandboxNotready as i32)
+            .then_some(())
     });
     assert_eq!(node.containers(Some("never-ok")).len(), 1);
 }
@@ -83,7 +130,10 @@ fn init_containers_run_in_order_and_a_failing_one_blocks_the_app() {
     node.write_manifest("ordered.yaml", ordered);
     let pod = node.wait_phase("ordered", "Running", Duration::from_secs(40));
     for init in ["first", "second"] {
-        assert_eq!(container_status(&pod, init)["state"]["terminated"]["reason"], "Completed");
+        assert_eq!(
+            container_status(&pod, init)["state"]["terminated"]["reason"],
+            "Completed"
+        );
     }
     let containers = node.containers(Some("ordered"));
     let by_name = |name: &str| {
@@ -93,17 +143,39 @@ fn init_containers_run_in_order_and_a_failing_one_blocks_the_app() {
             .unwrap_or_else(|| panic!("container {name}"))
     };
     let (first, second, app) = (by_name("first"), by_name("second"), by_name("app"));
-    assert!(first.finished_at <= second.started_at, "second started before first finished");
-    assert!(second.finished_at <= app.started_at, "app started before the init containers finished");
+    assert!(
+        first.finished_at <= second.started_at,
+        "second started before first finished"
+    );
+    assert!(
+        second.finished_at <= app.started_at,
+        "app started before the init containers finished"
+    );
 
     let blocked = "apiVersion: v1\nkind: Pod\nmetadata: {name: blocked}\nspec:\n  restartPolicy: Never\n  initContainers:\n  - {name: fails, image: docker.io/library/busybox:local, command: [sh, -c, 'exit 1']}\n  containers:\n  - {name: app, image: docker.io/library/busybox:local, command: [sh, -c, 'exec sleep 3600']}\n";
     node.write_manifest("blocked.yaml", blocked);
     let pod = node.wait_phase("blocked", "Failed", Duration::from_secs(30));
-    assert_eq!(container_status(&pod, "fails")["state"]["terminated"]["exitCode"], 1);
-    assert_eq!(container_status(&pod, "app")["state"]["waiting"]["reason"], "PodInitializing");
-    let initialized = pod["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Initialized").unwrap().clone();
+    assert_eq!(
+        container_status(&pod, "fails")["state"]["terminated"]["exitCode"],
+        1
+    );
+    assert_eq!(
+        container_status(&pod, "app")["state"]["waiting"]["reason"],
+        "PodInitializing"
+    );
+    let initialized = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Initialized")
+        .unwrap()
+        .clone();
     assert_eq!(initialized["status"], "False");
-    let names: Vec<String> = node.containers(Some("blocked")).iter().map(|c| c.metadata.as_ref().unwrap().name.clone()).collect();
+    let names: Vec<String> = node
+        .containers(Some("blocked"))
+        .iter()
+        .map(|c| c.metadata.as_ref().unwrap().name.clone())
+        .collect();
     assert_eq!(names, ["fails"], "the app container was never created");
 }
 
@@ -124,13 +196,22 @@ fn memory_limited_container_ends_oom_killed() {
 fn max_pods_rejects_the_pod_over_capacity() {
     let node = Node::start_with(
         "t-maxpods",
-        crate::harness::NodeOptions { extra_kubelet: "maxPods: 1\n".into(), ..Default::default() },
+        crate::harness::NodeOptions {
+            extra_kubelet: "maxPods: 1\n".into(),
+            ..Default::default()
+        },
     );
     node.write_manifest("a.yaml", &busybox_pod("a", "", "exec sleep 3600"));
     node.wait_phase("a", "Running", Duration::from_secs(30));
     node.write_manifest("b.yaml", &busybox_pod("b", "", "exec sleep 3600"));
     let pod = node.wait_phase("b", "Failed", Duration::from_secs(10));
     assert_eq!(pod["status"]["reason"], "OutOfpods");
-    assert!(pod["status"]["message"].as_str().unwrap().contains("capacity: 1"));
-    assert!(node.sandboxes(Some("b")).is_empty(), "a rejected pod never runs");
+    assert!(pod["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("capacity: 1"));
+    assert!(
+        node.sandboxes(Some("b")).is_empty(),
+        "a rejected pod never runs"
+    );
 }

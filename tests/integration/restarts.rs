@@ -6,21 +6,34 @@ use crate::harness::{busybox_pod, container_status, secs, Node, NodeOptions};
 use std::time::{Duration, Instant};
 
 /// Polls the pod and records the instant each new restartCount is first seen.
-fn restart_times(node: &Node, pod: &str, restarts: i64, timeout: Duration) -> Vec<(i64, Instant, String)> {
+fn restart_times(
+    node: &Node,
+    pod: &str,
+    restarts: i64,
+    timeout: Duration,
+) -> Vec<(i64, Instant, String)> {
     let deadline = Instant::now() + timeout;
     let mut seen: Vec<(i64, Instant, String)> = Vec::new();
-    while seen.last().map_or(true, |(count, _, _)| *count < restarts) {
-        assert!(Instant::now() < deadline, "only saw restarts {:?}\n{}", seen.iter().map(|s| s.0).collect::<Vec<_>>(), node.log_tail());
+    while seen.last().is_none_or(|(count, _, _)| *count < restarts) {
+        assert!(
+            Instant::now() < deadline,
+            "only saw restarts {:?}\n{}",
+            seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+            node.log_tail()
+        );
         if let Some(p) = node.pod(pod) {
             let status = container_status(&p, "main");
             let count = status["restartCount"].as_i64().unwrap_or(0);
-            let message = status["state"]["waiting"]["message"].as_str().unwrap_or("").to_string();
+            let message = status["state"]["waiting"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             if let Some(last) = seen.last_mut() {
                 if last.0 == count && last.2.is_empty() && !message.is_empty() {
                     last.2 = message.clone();
                 }
             }
-            if seen.last().map_or(true, |(c, _, _)| count > *c) {
+            if seen.last().is_none_or(|(c, _, _)| count > *c) {
                 seen.push((count, Instant::now(), message));
             }
         }
@@ -35,11 +48,20 @@ fn crash_loop_back_off_doubles_to_the_cap() {
     node.write_manifest("crash.yaml", &busybox_pod("crash", "", "exit 1"));
     node.wait_phase("crash", "Running", Duration::from_secs(30));
     let seen = restart_times(&node, "crash", 5, Duration::from_secs(60));
-    let at = |count: i64| seen.iter().find(|s| s.0 == count).map(|s| s.1).unwrap_or_else(|| panic!("restart {count} not observed: {seen:?}"));
+    let at = |count: i64| {
+        seen.iter()
+            .find(|s| s.0 == count)
+            .map(|s| s.1)
+            .unwrap_or_else(|| panic!("restart {count} not observed: {seen:?}"))
+    };
     // Expected wait before restart k (k >= 2): 1s, 2s, 4s, then capped at 4s.
     for (k, backoff) in [(2, 1.0), (3, 2.0), (4, 4.0), (5, 4.0)] {
         let gap = secs(at(k) - at(k - 1));
-        assert!(gap >= backoff - 0.1 && gap <= backoff + 1.5, "restart {k} came {gap:.2}s after restart {}, expected ~{backoff}s back-off", k - 1);
+        assert!(
+            gap >= backoff - 0.1 && gap <= backoff + 1.5,
+            "restart {k} came {gap:.2}s after restart {}, expected ~{backoff}s back-off",
+            k - 1
+        );
     }
     // The waiting state names the back-off in force, as upstream's message does.
     let p = node.pod("crash").unwrap();
@@ -47,12 +69,24 @@ fn crash_loop_back_off_doubles_to_the_cap() {
     if let Some(waiting) = status["state"]["waiting"].as_object() {
         assert_eq!(waiting["reason"], "CrashLoopBackOff");
         let message = waiting["message"].as_str().unwrap();
-        assert!(message.starts_with("back-off 4s restarting failed container=main pod=crash-t-crashloop_default("), "{message}");
+        assert!(
+            message.starts_with(
+                "back-off 4s restarting failed container=main pod=crash-t-crashloop_default("
+            ),
+            "{message}"
+        );
     }
     assert_eq!(status["lastState"]["terminated"]["exitCode"], 1);
-    assert!(seen.iter().any(|s| s.2.contains("back-off 2s")), "a CrashLoopBackOff message with the 2s back-off was shown: {seen:?}");
+    assert!(
+        seen.iter().any(|s| s.2.contains("back-off 2s")),
+        "a CrashLoopBackOff message with the 2s back-off was shown: {seen:?}"
+    );
     // Only the newest dead container is kept for `logs --previous`.
-    let dead = node.containers(Some("crash")).into_iter().filter(|c| c.state == wasmlet::cri::api::ContainerState::ContainerExited as i32).count();
+    let dead = node
+        .containers(Some("crash"))
+        .into_iter()
+        .filter(|c| c.state == wasmlet::cri::api::ContainerState::ContainerExited as i32)
+        .count();
     assert!(dead <= 2, "dead containers pile up: {dead}");
 }
 
@@ -61,7 +95,9 @@ fn a_container_that_ran_past_the_reset_period_restarts_at_once() {
     let node = Node::start_with(
         "t-backoff-reset",
         NodeOptions {
-            extra_wasmlet: "containerRestartBackOff: {initialPeriod: 5s, maxPeriod: 20s, resetPeriod: 2s}\n".into(),
+            extra_wasmlet:
+                "containerRestartBackOff: {initialPeriod: 5s, maxPeriod: 20s, resetPeriod: 2s}\n"
+                    .into(),
             ..Default::default()
         },
     );
@@ -70,6 +106,10 @@ fn a_container_that_ran_past_the_reset_period_restarts_at_once() {
     for pair in seen.windows(2).skip(1) {
         let gap = secs(pair[1].1 - pair[0].1);
         // Each run lasts 3s > reset period 2s: no 5s/10s back-off in between.
-        assert!(gap < 4.8, "restart {} came {gap:.2}s after the previous one; the back-off was not reset", pair[1].0);
+        assert!(
+            gap < 4.8,
+            "restart {} came {gap:.2}s after the previous one; the back-off was not reset",
+            pair[1].0
+        );
     }
 }

@@ -16,13 +16,23 @@ fn reads_both_documents_with_upstream_names() {
          plegRelistPeriod: 250ms\ncontainerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 1m}\n",
     )
     .unwrap();
-    assert_eq!(kubelet.static_pod_path.as_deref(), Some("/etc/kubernetes/manifests"));
+    assert_eq!(
+        kubelet.static_pod_path.as_deref(),
+        Some("/etc/kubernetes/manifests")
+    );
     assert_eq!(kubelet.file_check_frequency, Duration::from_secs(5));
     assert_eq!(kubelet.max_pods, 20);
     assert_eq!(kubelet.read_only_port, 10255);
-    assert_eq!(kubelet.sync_frequency, Duration::from_secs(60), "upstream default");
+    assert_eq!(
+        kubelet.sync_frequency,
+        Duration::from_secs(60),
+        "upstream default"
+    );
     assert_eq!(wasmlet.pleg_relist_period, Duration::from_millis(250));
-    assert_eq!(wasmlet.container_restart_back_off.max_period, Duration::from_secs(4));
+    assert_eq!(
+        wasmlet.container_restart_back_off.max_period,
+        Duration::from_secs(4)
+    );
     assert!(warnings.is_empty(), "{warnings:?}");
 }
 
@@ -33,7 +43,10 @@ fn unknown_fields_warn_by_name() {
          evictionHard: {memory.available: 100Mi}\nfrobnicate: true\n",
     )
     .unwrap();
-    let fields: Vec<_> = warnings.iter().map(|w| (w.field.as_str(), w.message.as_str())).collect();
+    let fields: Vec<_> = warnings
+        .iter()
+        .map(|w| (w.field.as_str(), w.message.as_str()))
+        .collect();
     assert_eq!(
         fields,
         [
@@ -45,16 +58,26 @@ fn unknown_fields_warn_by_name() {
 
 #[test]
 fn invalid_values_name_the_field() {
-    let err = parse("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: many\n")
-        .unwrap_err()
-        .to_string();
+    let err = parse(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: many\n",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with(FILE) && err.contains("`maxPods`"), "{err}");
     let err = parse("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: 10x\n")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("`syncFrequency`") && err.contains("unit"), "{err}");
-    let err = parse("apiVersion: v1\nkind: Pod\n").unwrap_err().to_string();
-    assert!(err.contains("document 0") && err.contains("unsupported"), "{err}");
+    assert!(
+        err.contains("`syncFrequency`") && err.contains("unit"),
+        "{err}"
+    );
+    let err = parse("apiVersion: v1\nkind: Pod\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("document 0") && err.contains("unsupported"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -66,7 +89,9 @@ fn validation_and_flags() {
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: /run/x.sock\n",
     )
     .unwrap();
-    let err = NodeConfig::load(Some(&file), &Overrides::default()).unwrap_err().to_string();
+    let err = NodeConfig::load(Some(&file), &Overrides::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("`containerRuntimeEndpoint`"), "{err}");
 
     let overrides = Overrides {
@@ -82,7 +107,12 @@ fn validation_and_flags() {
     assert_eq!(config.kubelet.runtime_socket(), "/run/x.sock");
     assert_eq!(config.root_dir, PathBuf::from("/tmp/r"));
 
-    let bad_ip = Overrides { node_ip: Some("nope".into()), ..overrides };
-    let err = NodeConfig::load(Some(&file), &bad_ip).unwrap_err().to_string();
+    let bad_ip = Overrides {
+        node_ip: Some("nope".into()),
+        ..overrides
+    };
+    let err = NodeConfig::load(Some(&file), &bad_ip)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("--node-ip"), "{err}");
 }

@@ -80,10 +80,7 @@ impl WasmletConfiguration {
             ("imagePullBackOff", &self.image_pull_back_off),
         ] {
             if backoff.initial_period.is_zero() || backoff.max_period < backoff.initial_period {
-                return Err((
-                    name.into(),
-                    "needs 0 < initialPeriod <= maxPeriod".into(),
-                ));
+                return Err((name.into(), "needs 0 < initialPeriod <= maxPeriod".into()));
             }
         }
         Ok(())

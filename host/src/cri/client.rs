@@ -28,12 +28,24 @@ pub enum CriError {
 impl CriError {
     /// The runtime does not know the object (already removed): callers treat it as done.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, CriError::Rpc { code: tonic::Code::NotFound, .. })
+        matches!(
+            self,
+            CriError::Rpc {
+                code: tonic::Code::NotFound,
+                ..
+            }
+        )
     }
 
     /// The runtime could not be reached at all, as opposed to refusing the request.
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, CriError::Rpc { code: tonic::Code::Unavailable, .. } | CriError::Timeout { .. })
+        matches!(
+            self,
+            CriError::Rpc {
+                code: tonic::Code::Unavailable,
+                ..
+            } | CriError::Timeout { .. }
+        )
     }
 }
 
@@ -61,7 +73,10 @@ macro_rules! call {
                 code: status.code(),
                 message: status.message().to_string(),
             }),
-            Err(_) => Err(CriError::Timeout { rpc: $rpc, after: timeout }),
+            Err(_) => Err(CriError::Timeout {
+                rpc: $rpc,
+                after: timeout,
+            }),
         }
     }};
 }
@@ -73,10 +88,11 @@ impl CriClient {
     /// Connects lazily: the first call dials, and a broken connection is redialled on the next.
     pub fn connect(socket: impl Into<PathBuf>, timeout: Duration) -> Result<Self, CriError> {
         let socket: PathBuf = socket.into();
-        let endpoint = Endpoint::try_from("http://runtime.invalid").map_err(|e| CriError::Endpoint {
-            endpoint: socket.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let endpoint =
+            Endpoint::try_from("http://runtime.invalid").map_err(|e| CriError::Endpoint {
+                endpoint: socket.display().to_string(),
+                message: e.to_string(),
+            })?;
         let channel = endpoint
             .connect_timeout(Duration::from_secs(5))
             .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
@@ -95,12 +111,17 @@ impl CriClient {
     }
 
     pub async fn version(&self) -> Result<api::VersionResponse, CriError> {
-        let request = api::VersionRequest { version: "v1".into() };
+        let request = api::VersionRequest {
+            version: "v1".into(),
+        };
         call!(self.runtime.version(request), "Version")
     }
 
     pub async fn status(&self) -> Result<api::StatusResponse, CriError> {
-        call!(self.runtime.status(api::StatusRequest { verbose: false }), "Status")
+        call!(
+            self.runtime.status(api::StatusRequest { verbose: false }),
+            "Status"
+        )
     }
 
     pub async fn run_pod_sandbox(&self, config: api::PodSandboxConfig) -> Result<String, CriError> {
@@ -109,17 +130,25 @@ impl CriClient {
             runtime_handler: String::new(),
         };
         // Sandbox creation includes CNI setup; give it the longer of the deadlines.
-        let response = call!(self.runtime.run_pod_sandbox(request), "RunPodSandbox", self.timeout.max(Duration::from_secs(240)))?;
+        let response = call!(
+            self.runtime.run_pod_sandbox(request),
+            "RunPodSandbox",
+            self.timeout.max(Duration::from_secs(240))
+        )?;
         Ok(response.pod_sandbox_id)
     }
 
     pub async fn stop_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
-        let request = api::StopPodSandboxRequest { pod_sandbox_id: id.into() };
+        let request = api::StopPodSandboxRequest {
+            pod_sandbox_id: id.into(),
+        };
         call!(self.runtime.stop_pod_sandbox(request), "StopPodSandbox").map(drop)
     }
 
     pub async fn remove_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
-        let request = api::RemovePodSandboxRequest { pod_sandbox_id: id.into() };
+        let request = api::RemovePodSandboxRequest {
+            pod_sandbox_id: id.into(),
+        };
         call!(self.runtime.remove_pod_sandbox(request), "RemovePodSandbox").map(drop)
     }
 
@@ -162,7 +191,9 @@ impl CriClient {
     }
 
     pub async fn start_container(&self, id: &str) -> Result<(), CriError> {
-        let request = api::StartContainerRequest { container_id: id.into() };
+        let request = api::StartContainerRequest {
+            container_id: id.into(),
+        };
         call!(self.runtime.start_container(request), "StartContainer").map(drop)
     }
 
@@ -172,11 +203,18 @@ impl CriClient {
             container_id: id.into(),
             timeout: grace.as_secs() as i64,
         };
-        call!(self.runtime.stop_container(request), "StopContainer", self.timeout + grace).map(drop)
+        call!(
+            self.runtime.stop_container(request),
+            "StopContainer",
+            self.timeout + grace
+        )
+        .map(drop)
     }
 
     pub async fn remove_container(&self, id: &str) -> Result<(), CriError> {
-        let request = api::RemoveContainerRequest { container_id: id.into() };
+        let request = api::RemoveContainerRequest {
+            container_id: id.into(),
+        };
         call!(self.runtime.remove_container(request), "RemoveContainer").map(drop)
     }
 

@@ -15,8 +15,14 @@ pub struct PodFacts {
 /// Whether wasmlet can resolve `path`; the error says why not.
 pub fn field_ref_supported(path: &str) -> Result<(), String> {
     match path {
-        "metadata.name" | "metadata.namespace" | "metadata.uid" | "spec.nodeName"
-        | "spec.serviceAccountName" | "status.hostIP" | "status.hostIPs" | "status.podIP"
+        "metadata.name"
+        | "metadata.namespace"
+        | "metadata.uid"
+        | "spec.nodeName"
+        | "spec.serviceAccountName"
+        | "status.hostIP"
+        | "status.hostIPs"
+        | "status.podIP"
         | "status.podIPs" => Ok(()),
         _ if subscript(path, "metadata.labels").is_some()
             || subscript(path, "metadata.annotations").is_some() =>
@@ -49,9 +55,17 @@ fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> String {
         "status.podIPs" => facts.pod_ips.join(","),
         _ => {
             if let Some(key) = subscript(path, "metadata.labels") {
-                meta.labels.as_ref().and_then(|m| m.get(key)).cloned().unwrap_or_default()
+                meta.labels
+                    .as_ref()
+                    .and_then(|m| m.get(key))
+                    .cloned()
+                    .unwrap_or_default()
             } else if let Some(key) = subscript(path, "metadata.annotations") {
-                meta.annotations.as_ref().and_then(|m| m.get(key)).cloned().unwrap_or_default()
+                meta.annotations
+                    .as_ref()
+                    .and_then(|m| m.get(key))
+                    .cloned()
+                    .unwrap_or_default()
             } else {
                 String::new()
             }
@@ -64,7 +78,10 @@ pub fn environment(pod: &Pod, container: &Container, facts: &PodFacts) -> Vec<(S
     let mut defined: HashMap<String, String> = HashMap::new();
     let mut ordered = Vec::new();
     for var in container.env.iter().flatten() {
-        let value = match (&var.value, var.value_from.as_ref().and_then(|f| f.field_ref.as_ref())) {
+        let value = match (
+            &var.value,
+            var.value_from.as_ref().and_then(|f| f.field_ref.as_ref()),
+        ) {
             (Some(value), _) => expand(value, &defined),
             (None, Some(field_ref)) => field_value(pod, facts, &field_ref.field_path),
             (None, None) => String::new(),
@@ -136,13 +153,19 @@ mod tests {
                 labels: Some([("app".to_string(), "web".to_string())].into()),
                 ..Default::default()
             },
-            spec: Some(PodSpec { node_name: Some("node".into()), ..Default::default() }),
+            spec: Some(PodSpec {
+                node_name: Some("node".into()),
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let field = |name: &str, path: &str| EnvVar {
             name: name.into(),
             value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: path.into(),
+                    ..Default::default()
+                }),
                 ..Default::default()
             }),
             ..Default::default()
@@ -153,15 +176,25 @@ mod tests {
                 field("POD", "metadata.name"),
                 field("IP", "status.podIP"),
                 field("APP", "metadata.labels['app']"),
-                EnvVar { name: "GREETING".into(), value: Some("hi $(POD) at $(IP)".into()), ..Default::default() },
+                EnvVar {
+                    name: "GREETING".into(),
+                    value: Some("hi $(POD) at $(IP)".into()),
+                    ..Default::default()
+                },
             ]),
             ..Default::default()
         };
-        let facts = PodFacts { pod_ip: "10.88.0.5".into(), ..Default::default() };
+        let facts = PodFacts {
+            pod_ip: "10.88.0.5".into(),
+            ..Default::default()
+        };
         let env = environment(&pod, &container, &facts);
         assert_eq!(env[0], ("POD".into(), "web-node".into()));
         assert_eq!(env[2], ("APP".into(), "web".into()));
-        assert_eq!(env[3], ("GREETING".into(), "hi web-node at 10.88.0.5".into()));
+        assert_eq!(
+            env[3],
+            ("GREETING".into(), "hi web-node at 10.88.0.5".into())
+        );
         assert!(field_ref_supported("metadata.labels['x']").is_ok());
         assert!(field_ref_supported("status.phase").is_err());
     }

@@ -39,15 +39,24 @@ pub fn pod_labels(pod: &Pod, node_name: &str) -> HashMap<String, String> {
         .flatten()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    out.insert(labels::POD_NAME.into(), meta.name.clone().unwrap_or_default());
-    out.insert(labels::POD_NAMESPACE.into(), meta.namespace.clone().unwrap_or_default());
+    out.insert(
+        labels::POD_NAME.into(),
+        meta.name.clone().unwrap_or_default(),
+    );
+    out.insert(
+        labels::POD_NAMESPACE.into(),
+        meta.namespace.clone().unwrap_or_default(),
+    );
     out.insert(labels::POD_UID.into(), meta.uid.clone().unwrap_or_default());
     out.insert(labels::NODE.into(), node_name.into());
     out
 }
 
 fn host_network(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false)
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
 }
 
 fn namespace_options(pod: &Pod) -> api::NamespaceOption {
@@ -56,7 +65,11 @@ fn namespace_options(pod: &Pod) -> api::NamespaceOption {
     let flag = |get: fn(&k8s_openapi::api::core::v1::PodSpec) -> Option<bool>| {
         spec.and_then(get).unwrap_or(false)
     };
-    let network = if flag(|s| s.host_network) { Node } else { Shared };
+    let network = if flag(|s| s.host_network) {
+        Node
+    } else {
+        Shared
+    };
     let pid = match (flag(|s| s.host_pid), flag(|s| s.share_process_namespace)) {
         (true, _) => Node,
         (false, true) => Shared,
@@ -72,7 +85,11 @@ fn namespace_options(pod: &Pod) -> api::NamespaceOption {
 }
 
 /// The sandbox config; `attempt` counts sandboxes created for this pod before.
-pub fn sandbox_config(pod: &Pod, node: &NodeContext, attempt: u32) -> Result<api::PodSandboxConfig, String> {
+pub fn sandbox_config(
+    pod: &Pod,
+    node: &NodeContext,
+    attempt: u32,
+) -> Result<api::PodSandboxConfig, String> {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref().ok_or("pod has no spec")?;
     let uid = meta.uid.clone().unwrap_or_default();
@@ -80,13 +97,23 @@ pub fn sandbox_config(pod: &Pod, node: &NodeContext, attempt: u32) -> Result<api
         // runc refuses to set a hostname without a private UTS namespace; upstream sends none.
         String::new()
     } else {
-        let name = spec.hostname.clone().or_else(|| meta.name.clone()).unwrap_or_default();
-        name.chars().take(63).collect::<String>().trim_end_matches(['-', '.']).to_string()
+        let name = spec
+            .hostname
+            .clone()
+            .or_else(|| meta.name.clone())
+            .unwrap_or_default();
+        name.chars()
+            .take(63)
+            .collect::<String>()
+            .trim_end_matches(['-', '.'])
+            .to_string()
     };
     let mut port_mappings = Vec::new();
     for container in &spec.containers {
         for port in container.ports.iter().flatten() {
-            let Some(host_port) = port.host_port.filter(|p| *p != 0) else { continue };
+            let Some(host_port) = port.host_port.filter(|p| *p != 0) else {
+                continue;
+            };
             port_mappings.push(api::PortMapping {
                 protocol: protocol(port.protocol.as_deref())? as i32,
                 container_port: port.container_port,
@@ -99,7 +126,11 @@ pub fn sandbox_config(pod: &Pod, node: &NodeContext, attempt: u32) -> Result<api
     let qos = resources::qos_class(spec);
     let sysctls = pod_security
         .and_then(|s| s.sysctls.as_ref())
-        .map(|list| list.iter().map(|s| (s.name.clone(), s.value.clone())).collect())
+        .map(|list| {
+            list.iter()
+                .map(|s| (s.name.clone(), s.value.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     Ok(api::PodSandboxConfig {
         metadata: Some(api::PodSandboxMetadata {
@@ -113,19 +144,35 @@ pub fn sandbox_config(pod: &Pod, node: &NodeContext, attempt: u32) -> Result<api
         dns_config: None,
         port_mappings,
         labels: pod_labels(pod, &node.node_name),
-        annotations: meta.annotations.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        annotations: meta
+            .annotations
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         linux: Some(api::LinuxPodSandboxConfig {
             cgroup_parent: qos.cgroup_parent(&uid),
             security_context: Some(api::LinuxSandboxSecurityContext {
                 namespace_options: Some(namespace_options(pod)),
-                run_as_user: pod_security.and_then(|s| s.run_as_user).map(|value| api::Int64Value { value }),
-                run_as_group: pod_security.and_then(|s| s.run_as_group).map(|value| api::Int64Value { value }),
-                supplemental_groups: pod_security.and_then(|s| s.supplemental_groups.clone()).unwrap_or_default(),
+                run_as_user: pod_security
+                    .and_then(|s| s.run_as_user)
+                    .map(|value| api::Int64Value { value }),
+                run_as_group: pod_security
+                    .and_then(|s| s.run_as_group)
+                    .map(|value| api::Int64Value { value }),
+                supplemental_groups: pod_security
+                    .and_then(|s| s.supplemental_groups.clone())
+                    .unwrap_or_default(),
                 privileged: spec
                     .containers
                     .iter()
                     .chain(spec.init_containers.iter().flatten())
-                    .any(|c| c.security_context.as_ref().and_then(|s| s.privileged).unwrap_or(false)),
+                    .any(|c| {
+                        c.security_context
+                            .as_ref()
+                            .and_then(|s| s.privileged)
+                            .unwrap_or(false)
+                    }),
                 ..Default::default()
             }),
             sysctls,
@@ -149,8 +196,12 @@ fn security_context(pod: &Pod, container: &Container) -> api::LinuxContainerSecu
     let pod_security = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
     let own: SecurityContext = container.security_context.clone().unwrap_or_default();
     let run_as_user = own.run_as_user.or(pod_security.and_then(|s| s.run_as_user));
-    let run_as_group = own.run_as_group.or(pod_security.and_then(|s| s.run_as_group));
-    let mut supplemental_groups = pod_security.and_then(|s| s.supplemental_groups.clone()).unwrap_or_default();
+    let run_as_group = own
+        .run_as_group
+        .or(pod_security.and_then(|s| s.run_as_group));
+    let mut supplemental_groups = pod_security
+        .and_then(|s| s.supplemental_groups.clone())
+        .unwrap_or_default();
     if let Some(fs_group) = pod_security.and_then(|s| s.fs_group) {
         supplemental_groups.push(fs_group);
     }
@@ -187,24 +238,44 @@ pub fn container_config(
     let envs = env::environment(pod, container, facts);
     let vars: HashMap<String, String> = envs.iter().cloned().collect();
     let expand_all = |list: &Option<Vec<String>>| {
-        list.iter().flatten().map(|s| env::expand(s, &vars)).collect::<Vec<_>>()
+        list.iter()
+            .flatten()
+            .map(|s| env::expand(s, &vars))
+            .collect::<Vec<_>>()
     };
     let mut container_labels = HashMap::from([
-        (labels::POD_NAME.to_string(), meta.name.clone().unwrap_or_default()),
-        (labels::POD_NAMESPACE.to_string(), meta.namespace.clone().unwrap_or_default()),
-        (labels::POD_UID.to_string(), meta.uid.clone().unwrap_or_default()),
+        (
+            labels::POD_NAME.to_string(),
+            meta.name.clone().unwrap_or_default(),
+        ),
+        (
+            labels::POD_NAMESPACE.to_string(),
+            meta.namespace.clone().unwrap_or_default(),
+        ),
+        (
+            labels::POD_UID.to_string(),
+            meta.uid.clone().unwrap_or_default(),
+        ),
         (labels::CONTAINER_NAME.to_string(), container.name.clone()),
     ]);
     container_labels.insert(labels::NODE.into(), node.node_name.clone());
     let annotations = HashMap::from([
-        (labels::CONTAINER_RESTART_COUNT.to_string(), restart_count.to_string()),
+        (
+            labels::CONTAINER_RESTART_COUNT.to_string(),
+            restart_count.to_string(),
+        ),
         (
             labels::CONTAINER_TERMINATION_MESSAGE_PATH.to_string(),
-            container.termination_message_path.clone().unwrap_or_default(),
+            container
+                .termination_message_path
+                .clone()
+                .unwrap_or_default(),
         ),
         (
             labels::POD_TERMINATION_GRACE_PERIOD.to_string(),
-            spec.termination_grace_period_seconds.unwrap_or(30).to_string(),
+            spec.termination_grace_period_seconds
+                .unwrap_or(30)
+                .to_string(),
         ),
     ]);
     Ok(api::ContainerConfig {
@@ -248,7 +319,10 @@ pub fn container_config(
 
 /// The QoS class of a pod, for status.
 pub fn pod_qos(pod: &Pod) -> QosClass {
-    pod.spec.as_ref().map(resources::qos_class).unwrap_or(QosClass::BestEffort)
+    pod.spec
+        .as_ref()
+        .map(resources::qos_class)
+        .unwrap_or(QosClass::BestEffort)
 }
 
 #[cfg(test)]
@@ -274,7 +348,10 @@ mod tests {
         assert_eq!(sandbox.hostname, "", "hostNetwork sends no hostname");
         assert_eq!(sandbox.labels[labels::POD_UID], uid);
         assert_eq!(sandbox.labels["app"], "web");
-        assert_eq!(sandbox.log_directory, format!("/var/log/pods/default_web-node_{uid}"));
+        assert_eq!(
+            sandbox.log_directory,
+            format!("/var/log/pods/default_web-node_{uid}")
+        );
         let linux = sandbox.linux.unwrap();
         assert_eq!(linux.cgroup_parent, format!("/kubepods/pod{uid}"));
         let ns = linux.security_context.unwrap().namespace_options.unwrap();
@@ -283,7 +360,8 @@ mod tests {
         assert_eq!(sandbox.port_mappings[0].host_port, 8080);
 
         let spec = pod.spec.as_ref().unwrap();
-        let config = container_config(&pod, &spec.containers[0], 3, &PodFacts::default(), &node()).unwrap();
+        let config =
+            container_config(&pod, &spec.containers[0], 3, &PodFacts::default(), &node()).unwrap();
         assert_eq!(config.metadata.unwrap().attempt, 3);
         assert_eq!(config.log_path, "web/3.log");
         assert_eq!(config.command, ["sh", "-c", "echo hi"]);

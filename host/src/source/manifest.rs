@@ -39,10 +39,20 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
         .ok_or_else(|| problem("(file)", "is empty"))?;
     let mut pod: Pod = serde_path_to_error::deserialize(document).map_err(|e| {
         let field = e.path().to_string();
-        problem(if field == "." { "(document)".into() } else { field }, e.into_inner().to_string())
+        problem(
+            if field == "." {
+                "(document)".into()
+            } else {
+                field
+            },
+            e.into_inner().to_string(),
+        )
     })?;
     if documents.next().is_some() {
-        return Err(problem("(file)", "holds more than one YAML document; put one pod per file"));
+        return Err(problem(
+            "(file)",
+            "holds more than one YAML document; put one pod per file",
+        ));
     }
     validate(&pod)?;
     apply_defaults(&mut pod, text, file, node_name);
@@ -55,20 +65,32 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
         return Err(problem("metadata.name", "is required"));
     }
     if !is_dns_subdomain(name) {
-        return Err(problem("metadata.name", format!("{name:?} is not a valid DNS subdomain")));
+        return Err(problem(
+            "metadata.name",
+            format!("{name:?} is not a valid DNS subdomain"),
+        ));
     }
     if let Some(namespace) = &pod.metadata.namespace {
         if !is_dns_label(namespace) {
-            return Err(problem("metadata.namespace", format!("{namespace:?} is not a valid DNS label")));
+            return Err(problem(
+                "metadata.namespace",
+                format!("{namespace:?} is not a valid DNS label"),
+            ));
         }
     }
-    let spec = pod.spec.as_ref().ok_or_else(|| problem("spec", "is required"))?;
+    let spec = pod
+        .spec
+        .as_ref()
+        .ok_or_else(|| problem("spec", "is required"))?;
     if spec.containers.is_empty() {
         return Err(problem("spec.containers", "needs at least one container"));
     }
     let mut names = HashSet::new();
     let groups = [
-        ("spec.initContainers", spec.init_containers.as_deref().unwrap_or(&[])),
+        (
+            "spec.initContainers",
+            spec.init_containers.as_deref().unwrap_or(&[]),
+        ),
         ("spec.containers", &spec.containers[..]),
     ];
     for (group, containers) in groups {
@@ -78,15 +100,24 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
     }
     if let Some(policy) = &spec.restart_policy {
         if !["Always", "OnFailure", "Never"].contains(&policy.as_str()) {
-            return Err(problem("spec.restartPolicy", format!("{policy:?} is not one of Always, OnFailure, Never")));
+            return Err(problem(
+                "spec.restartPolicy",
+                format!("{policy:?} is not one of Always, OnFailure, Never"),
+            ));
         }
     }
     if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
-        return Err(problem("spec.terminationGracePeriodSeconds", "must not be negative"));
+        return Err(problem(
+            "spec.terminationGracePeriodSeconds",
+            "must not be negative",
+        ));
     }
     if let Some(volumes) = &spec.volumes {
         if !volumes.is_empty() {
-            return Err(problem("spec.volumes", "volumes are not supported by wasmlet yet"));
+            return Err(problem(
+                "spec.volumes",
+                "volumes are not supported by wasmlet yet",
+            ));
         }
     }
     Ok(())
@@ -101,10 +132,16 @@ fn validate_container(
         return Err(problem(format!("{path}.name"), "is required"));
     }
     if !is_dns_label(&container.name) {
-        return Err(problem(format!("{path}.name"), format!("{:?} is not a valid DNS label", container.name)));
+        return Err(problem(
+            format!("{path}.name"),
+            format!("{:?} is not a valid DNS label", container.name),
+        ));
     }
     if !names.insert(container.name.clone()) {
-        return Err(problem(format!("{path}.name"), format!("duplicate container name {:?}", container.name)));
+        return Err(problem(
+            format!("{path}.name"),
+            format!("duplicate container name {:?}", container.name),
+        ));
     }
     if container.image.as_deref().unwrap_or("").is_empty() {
         return Err(problem(format!("{path}.image"), "is required"));
@@ -117,17 +154,32 @@ fn validate_container(
             ));
         }
     }
-    if container.volume_mounts.as_ref().is_some_and(|m| !m.is_empty()) {
-        return Err(problem(format!("{path}.volumeMounts"), "volumes are not supported by wasmlet yet"));
+    if container
+        .volume_mounts
+        .as_ref()
+        .is_some_and(|m| !m.is_empty())
+    {
+        return Err(problem(
+            format!("{path}.volumeMounts"),
+            "volumes are not supported by wasmlet yet",
+        ));
     }
     for (j, env) in container.env.iter().flatten().enumerate() {
-        let Some(from) = &env.value_from else { continue };
+        let Some(from) = &env.value_from else {
+            continue;
+        };
         let field = format!("{path}.env[{j}].valueFrom");
         if from.config_map_key_ref.is_some() || from.secret_key_ref.is_some() {
-            return Err(problem(field, "configMapKeyRef and secretKeyRef need an API server; static pods cannot use them"));
+            return Err(problem(
+                field,
+                "configMapKeyRef and secretKeyRef need an API server; static pods cannot use them",
+            ));
         }
         if from.resource_field_ref.is_some() {
-            return Err(problem(field, "resourceFieldRef is not supported by wasmlet yet"));
+            return Err(problem(
+                field,
+                "resourceFieldRef is not supported by wasmlet yet",
+            ));
         }
         if let Some(field_ref) = &from.field_ref {
             if crate::cri::env::field_ref_supported(&field_ref.field_path).is_err() {
@@ -139,7 +191,10 @@ fn validate_container(
         }
     }
     if container.env_from.as_ref().is_some_and(|e| !e.is_empty()) {
-        return Err(problem(format!("{path}.envFrom"), "envFrom needs an API server; static pods cannot use it"));
+        return Err(problem(
+            format!("{path}.envFrom"),
+            "envFrom needs an API server; static pods cannot use it",
+        ));
     }
     Ok(())
 }
@@ -190,14 +245,21 @@ fn apply_defaults(pod: &mut Pod, text: &str, file: &Path, node_name: &str) {
         spec.restart_policy.get_or_insert_with(|| "Always".into());
         spec.termination_grace_period_seconds.get_or_insert(30);
         spec.dns_policy.get_or_insert_with(|| "ClusterFirst".into());
-        spec.scheduler_name.get_or_insert_with(|| "default-scheduler".into());
+        spec.scheduler_name
+            .get_or_insert_with(|| "default-scheduler".into());
         // Upstream gives static pods a toleration of every NoExecute taint.
-        spec.tolerations.get_or_insert_with(Vec::new).push(Toleration {
-            operator: Some("Exists".into()),
-            effect: Some("NoExecute".into()),
-            ..Default::default()
-        });
-        let containers = spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut());
+        spec.tolerations
+            .get_or_insert_with(Vec::new)
+            .push(Toleration {
+                operator: Some("Exists".into()),
+                effect: Some("NoExecute".into()),
+                ..Default::default()
+            });
+        let containers = spec
+            .init_containers
+            .iter_mut()
+            .flatten()
+            .chain(spec.containers.iter_mut());
         for container in containers {
             let image = container.image.clone().unwrap_or_default();
             container
@@ -234,7 +296,10 @@ mod tests {
         let spec = pod.spec.unwrap();
         assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
         assert_eq!(spec.termination_grace_period_seconds, Some(30));
-        assert_eq!(spec.containers[0].image_pull_policy.as_deref(), Some("IfNotPresent"));
+        assert_eq!(
+            spec.containers[0].image_pull_policy.as_deref(),
+            Some("IfNotPresent")
+        );
         // Same content elsewhere, or edited content, is another pod.
         assert_ne!(pod_uid(WEB, file, "node-b"), uid);
         assert_ne!(pod_uid(&format!("{WEB}# edit\n"), file, "node-a"), uid);
@@ -245,7 +310,10 @@ mod tests {
     fn json_manifests_parse() {
         let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}"#;
         let pod = load(json, Path::new("/m/j.json"), "n").unwrap();
-        assert_eq!(pod.spec.unwrap().containers[0].image_pull_policy.as_deref(), Some("Always"));
+        assert_eq!(
+            pod.spec.unwrap().containers[0].image_pull_policy.as_deref(),
+            Some("Always")
+        );
     }
 
     #[test]
@@ -256,11 +324,17 @@ mod tests {
         };
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - image: busybox\n", "spec.containers[0].name");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n    image: b\n    ports: [{containerPort: eighty}]\n", "spec.containers[0].ports[0].containerPort");
-        check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: []\n", "spec.containers");
+        check(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: []\n",
+            "spec.containers",
+        );
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: X_1}\nspec:\n  containers: [{name: c, image: b}]\n", "metadata.name");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  restartPolicy: Sometimes\n  containers: [{name: c, image: b}]\n", "spec.restartPolicy");
         check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c, image: b}, {name: c, image: b}]\n", "spec.containers[1].name");
-        check("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c}]\n", "spec.containers[0].image");
+        check(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers: [{name: c}]\n",
+            "spec.containers[0].image",
+        );
     }
 
     #[test]
@@ -268,7 +342,10 @@ mod tests {
         assert_eq!(default_pull_policy("busybox"), "Always");
         assert_eq!(default_pull_policy("busybox:latest"), "Always");
         assert_eq!(default_pull_policy("localhost:5000/busybox"), "Always");
-        assert_eq!(default_pull_policy("localhost:5000/busybox:1.2"), "IfNotPresent");
+        assert_eq!(
+            default_pull_policy("localhost:5000/busybox:1.2"),
+            "IfNotPresent"
+        );
         assert_eq!(default_pull_policy("busybox@sha256:abc"), "IfNotPresent");
     }
 }

@@ -11,7 +11,10 @@ fn pod(text: &str) -> Pod {
 fn exited(name: &str, attempt: u32, code: i32, reason: &str) -> api::ContainerStatus {
     api::ContainerStatus {
         id: format!("{name}-{attempt}"),
-        metadata: Some(api::ContainerMetadata { name: name.into(), attempt }),
+        metadata: Some(api::ContainerMetadata {
+            name: name.into(),
+            attempt,
+        }),
         state: api::ContainerState::ContainerExited as i32,
         exit_code: code,
         reason: reason.into(),
@@ -29,9 +32,19 @@ fn running(name: &str, attempt: u32) -> api::ContainerStatus {
     }
 }
 
-fn generate_for(pod: &Pod, containers: Vec<api::ContainerStatus>, waiting: HashMap<String, Waiting>) -> PodStatus {
+fn generate_for(
+    pod: &Pod,
+    containers: Vec<api::ContainerStatus>,
+    waiting: HashMap<String, Waiting>,
+) -> PodStatus {
     let runtime = PodRuntimeStatus {
-        sandboxes: vec![Sandbox { id: "s".into(), ready: true, attempt: 0, created_at: 1, ips: vec!["10.88.0.9".into()] }],
+        sandboxes: vec![Sandbox {
+            id: "s".into(),
+            ready: true,
+            attempt: 0,
+            created_at: 1,
+            ips: vec!["10.88.0.9".into()],
+        }],
         containers,
     };
     generate(&StatusInput {
@@ -56,26 +69,68 @@ fn running_pod_is_ready_with_ip() {
     let cs = &status.container_statuses.unwrap()[0];
     assert!(cs.ready);
     assert_eq!(cs.container_id.as_deref(), Some("containerd://c-0"));
-    let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
+    let ready = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
     assert_eq!(ready.status, "True");
 }
 
 #[test]
 fn crash_loop_shows_waiting_with_last_state() {
-    let waiting = HashMap::from([("c".to_string(), Waiting { reason: "CrashLoopBackOff".into(), message: "back-off 10s".into() })]);
-    let status = generate_for(&pod(ONE), vec![exited("c", 1, 1, "Error"), exited("c", 0, 1, "Error")], waiting);
-    assert_eq!(status.phase.as_deref(), Some("Running"), "restartPolicy Always keeps it Running");
+    let waiting = HashMap::from([(
+        "c".to_string(),
+        Waiting {
+            reason: "CrashLoopBackOff".into(),
+            message: "back-off 10s".into(),
+        },
+    )]);
+    let status = generate_for(
+        &pod(ONE),
+        vec![exited("c", 1, 1, "Error"), exited("c", 0, 1, "Error")],
+        waiting,
+    );
+    assert_eq!(
+        status.phase.as_deref(),
+        Some("Running"),
+        "restartPolicy Always keeps it Running"
+    );
     let cs = &status.container_statuses.unwrap()[0];
     assert_eq!(cs.restart_count, 1);
-    assert_eq!(cs.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("CrashLoopBackOff"));
-    assert_eq!(cs.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 1);
+    assert_eq!(
+        cs.state
+            .as_ref()
+            .unwrap()
+            .waiting
+            .as_ref()
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some("CrashLoopBackOff")
+    );
+    assert_eq!(
+        cs.last_state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .as_ref()
+            .unwrap()
+            .exit_code,
+        1
+    );
 }
 
 #[test]
 fn restart_policies_decide_terminal_phases() {
     let never = ONE.replace("spec:\n", "spec:\n  restartPolicy: Never\n");
     let on_failure = ONE.replace("spec:\n", "spec:\n  restartPolicy: OnFailure\n");
-    let phase = |text: &str, code: i32| generate_for(&pod(text), vec![exited("c", 0, code, "")], HashMap::new()).phase.unwrap();
+    let phase = |text: &str, code: i32| {
+        generate_for(&pod(text), vec![exited("c", 0, code, "")], HashMap::new())
+            .phase
+            .unwrap()
+    };
     assert_eq!(phase(&never, 0), "Succeeded");
     assert_eq!(phase(&never, 3), "Failed");
     assert_eq!(phase(&on_failure, 0), "Succeeded");
@@ -89,10 +144,28 @@ fn init_containers_gate_the_pod() {
     let status = generate_for(&p, vec![running("i", 0)], HashMap::new());
     assert_eq!(status.phase.as_deref(), Some("Pending"));
     let app = &status.container_statuses.unwrap()[0];
-    assert_eq!(app.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("PodInitializing"));
+    assert_eq!(
+        app.state
+            .as_ref()
+            .unwrap()
+            .waiting
+            .as_ref()
+            .unwrap()
+            .reason
+            .as_deref(),
+        Some("PodInitializing")
+    );
     let failed = generate_for(&p, vec![exited("i", 0, 1, "Error")], HashMap::new());
     assert_eq!(failed.phase.as_deref(), Some("Failed"));
-    let init_cond = failed.conditions.unwrap().into_iter().find(|c| c.type_ == "Initialized").unwrap();
+    let init_cond = failed
+        .conditions
+        .unwrap()
+        .into_iter()
+        .find(|c| c.type_ == "Initialized")
+        .unwrap();
     assert_eq!(init_cond.status, "False");
-    assert_eq!(init_cond.message.as_deref(), Some("containers with incomplete status: [i]"));
+    assert_eq!(
+        init_cond.message.as_deref(),
+        Some("containers with incomplete status: [i]")
+    );
 }

@@ -1,0 +1,33 @@
+//! The one plugin instance of a component.
+//!
+//! A component instance runs one call at a time on one thread and never
+//! re-enters itself, so a `RefCell` in a static is enough; a trap (a panic
+//! aborts) discards the whole instance, state included.
+
+use core::any::Any;
+use core::cell::RefCell;
+
+struct Slot(RefCell<Option<Box<dyn Any>>>);
+
+// SAFETY: wasm32-wasip2 components are single-threaded; the host never runs
+// two calls on one instance at once.
+unsafe impl Sync for Slot {}
+
+static PLUGIN: Slot = Slot(RefCell::new(None));
+
+/// Runs `f` on the plugin, creating it with `Default` on first use.
+pub fn with<T: Default + 'static, R>(f: impl FnOnce(&mut T) -> R) -> R {
+    let mut slot = PLUGIN.0.borrow_mut();
+    let plugin = slot.get_or_insert_with(|| Box::new(T::default()));
+    let plugin = plugin
+        .downcast_mut::<T>()
+        .expect("wasmlet_plugin_sdk::export! used for two types in one component");
+    f(plugin)
+}
+
+/// Replaces the plugin with a fresh default one and lets `f` configure it,
+/// so each `configure` starts from scratch rather than layering configs.
+pub fn reset<T: Default + 'static, R>(f: impl FnOnce(&mut T) -> R) -> R {
+    *PLUGIN.0.borrow_mut() = Some(Box::new(T::default()));
+    with(f)
+}

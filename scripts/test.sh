@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# test.sh - the whole test suite, as CI runs it: set up the real containerd, check formatting
+# and lints, then build once in release and run the unit and integration tests against it.
+# Exits non-zero on any failure. Needs root (containerd, CNI, cgroups).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+step() { printf '\n=== %s\n' "$*" >&2; }
+
+step "node setup (containerd, runc, CNI, local images)"
+scripts/setup-node.sh >/dev/null
+
+step "proto check against containerd's embedded descriptors"
+python3 scripts/check-proto.py
+
+step "cargo fmt"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --release --all-targets -- -D warnings
+
+step "cargo test (unit + integration, real containerd)"
+cargo test --release --workspace
