@@ -5,7 +5,7 @@ use crate::config::NodeConfig;
 use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
 use crate::health::Health;
-use crate::pleg::{self, Pleg};
+use crate::pleg::{self, Pleg, PlegConfig};
 use crate::pod_worker::NodeRuntime;
 use crate::server::{self, ServerState};
 use crate::source::{self, SourceSnapshot};
@@ -137,11 +137,17 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
 
     let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);
     let (runtime_pods_tx, runtime_pods_rx) = watch::channel(HashSet::new());
+    let pleg_config = PlegConfig {
+        relist_period: config.wasmlet.pleg_relist_period,
+        evented_relist_period: config.wasmlet.pleg_evented_relist_period,
+        use_events: config.wasmlet.pleg_use_events && node.runtime_name == "containerd",
+    };
     let pleg = Pleg::new(
         cri,
         &config.node_name,
-        config.wasmlet.pleg_relist_period,
+        pleg_config,
         health.clone(),
+        node.store.clone(),
     );
     tokio::spawn(pleg.run(pleg_tx, runtime_pods_tx));
 

@@ -1,14 +1,21 @@
-//! The relisting PLEG (upstream `pkg/kubelet/pleg/generic.go`): lists this node's sandboxes
-//! and containers every period, diffs their states against the previous relist, and tells
-//! the SyncLoop which pods changed.
+//! The PLEG: tells the SyncLoop which pods changed. containerd's event stream
+//! ([`events`]) reports task starts and exits within milliseconds; a relist (upstream
+//! `pkg/kubelet/pleg/generic.go`: list this node's sandboxes and containers, diff against the
+//! previous list) runs as the safety net, slowly while the stream is up and at the fast
+//! period while it is down.
+
+pub mod events;
 
 use crate::cri::{api, labels, CriClient, CriError, Labels};
 use crate::health::Health;
+use crate::status::StatusStore;
+use events::{StreamMessage, TaskEvent};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use tracing::{debug, warn};
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
 
 /// Upstream's `plegChannelCapacity`.
 pub const CHANNEL_CAPACITY: usize = 1000;
@@ -74,58 +81,165 @@ fn events_for(old: Option<State>, new: Option<State>) -> Vec<PlegEventKind> {
     }
 }
 
-/// The relisting PLEG.
+/// How the PLEG is paced.
+#[derive(Debug, Clone, Copy)]
+pub struct PlegConfig {
+    /// Relist period while the event stream is down (upstream: 1s).
+    pub relist_period: Duration,
+    /// Relist period while the event stream is up (upstream's evented PLEG: 300s).
+    pub evented_relist_period: Duration,
+    /// Whether to subscribe to containerd's events at all.
+    pub use_events: bool,
+}
+
+/// The PLEG's state: the last relist, by container (and sandbox) ID.
 pub struct Pleg {
     cri: CriClient,
     selector: Labels,
-    period: Duration,
+    config: PlegConfig,
     health: Arc<Health>,
+    store: Arc<StatusStore>,
     records: HashMap<String, Record>,
 }
 
 impl Pleg {
-    pub fn new(cri: CriClient, node_name: &str, period: Duration, health: Arc<Health>) -> Self {
+    pub fn new(
+        cri: CriClient,
+        node_name: &str,
+        config: PlegConfig,
+        health: Arc<Health>,
+        store: Arc<StatusStore>,
+    ) -> Self {
         Self {
             cri,
             selector: Labels::from([(labels::NODE.to_string(), node_name.to_string())]),
-            period,
+            config,
             health,
+            store,
             records: HashMap::new(),
         }
     }
 
-    /// Relists forever. `runtime_pods` receives the UIDs the runtime holds for this node
-    /// after each successful relist, for orphan cleanup.
+    /// Runs until the SyncLoop goes away. `runtime_pods` receives the UIDs the runtime holds
+    /// for this node after each successful relist, for orphan cleanup.
     pub async fn run(
         mut self,
         events: mpsc::Sender<PlegEvent>,
         runtime_pods: watch::Sender<HashSet<String>>,
     ) {
-        loop {
-            match self.relist().await {
-                Ok(found) => {
-                    for event in found {
-                        if let Err(mpsc::error::TrySendError::Full(event)) = events.try_send(event)
-                        {
-                            warn!(pod_uid = %event.pod_uid, "PLEG event channel full; event dropped");
+        let mut stream = if self.config.use_events {
+            Some(events::spawn_subscriber(self.cri.clone()))
+        } else {
+            None
+        };
+        let mut stream_up = false;
+        let mut relist_at = Instant::now();
+        while !events.is_closed() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(relist_at) => {
+                    self.relist_and_publish(&events, &runtime_pods).await;
+                    let period = if stream_up { self.config.evented_relist_period } else { self.config.relist_period };
+                    relist_at = Instant::now() + period;
+                }
+                Some(message) = async { stream.as_mut()?.recv().await }, if stream.is_some() => match message {
+                    StreamMessage::Up => {
+                        info!("subscribed to containerd task events");
+                        stream_up = true;
+                        // Whatever happened while unsubscribed is found by a relist.
+                        relist_at = Instant::now();
+                    }
+                    StreamMessage::Down(reason) => {
+                        if stream_up {
+                            warn!(%reason, "containerd event stream lost; relisting until resubscribed");
+                        }
+                        stream_up = false;
+                        relist_at = relist_at.min(Instant::now() + self.config.relist_period);
+                    }
+                    StreamMessage::Event(event) => {
+                        if !self.on_task_event(event, &events) {
+                            relist_at = Instant::now();
                         }
                     }
-                    let uids: HashSet<String> =
-                        self.records.values().map(|r| r.pod_uid.clone()).collect();
-                    runtime_pods.send_if_modified(|current| {
-                        let changed = *current != uids;
-                        *current = uids;
-                        changed
-                    });
-                    self.health.pleg_relisted();
-                }
-                Err(error) => warn!(%error, "PLEG relist failed"),
+                },
             }
-            if events.is_closed() {
-                return;
+            if stream.as_ref().is_some_and(|s| s.is_closed()) {
+                stream = None;
             }
-            tokio::time::sleep(self.period).await;
         }
+    }
+
+    async fn relist_and_publish(
+        &mut self,
+        events: &mpsc::Sender<PlegEvent>,
+        runtime_pods: &watch::Sender<HashSet<String>>,
+    ) {
+        match self.relist().await {
+            Ok(found) => {
+                for event in found {
+                    send(events, event);
+                }
+                let uids: HashSet<String> =
+                    self.records.values().map(|r| r.pod_uid.clone()).collect();
+                runtime_pods.send_if_modified(|current| {
+                    let changed = *current != uids;
+                    *current = uids;
+                    changed
+                });
+                self.store.set_stale(false);
+                self.health.pleg_relisted();
+            }
+            Err(error) => {
+                warn!(%error, "PLEG relist failed; serving the last known status as stale");
+                self.store.set_stale(true);
+            }
+        }
+    }
+
+    /// Applies a task event. Returns false when the container is unknown (created since the
+    /// last relist), so the caller relists at once.
+    fn on_task_event(&mut self, event: TaskEvent, events: &mpsc::Sender<PlegEvent>) -> bool {
+        let (container_id, state) = match &event {
+            TaskEvent::Started { container_id } => (container_id, State::Running),
+            TaskEvent::Exited { container_id } => (container_id, State::Exited),
+            TaskEvent::OutOfMemory { container_id } => (container_id, State::Running),
+        };
+        let Some(record) = self.records.get_mut(container_id) else {
+            return false;
+        };
+        let kind = match event {
+            TaskEvent::Started { .. } => PlegEventKind::ContainerStarted,
+            TaskEvent::Exited { .. } => PlegEventKind::ContainerDied,
+            // The exit follows; nothing to sync yet.
+            TaskEvent::OutOfMemory { .. } => return true,
+        };
+        record.state = state;
+        let pleg_event = PlegEvent {
+            pod_uid: record.pod_uid.clone(),
+            container_id: container_id.clone(),
+            kind,
+        };
+        if kind == PlegEventKind::ContainerDied {
+            // containerd publishes the exit before its CRI plugin has recorded it: wait until
+            // CRI reports the container exited, so the worker syncs on the new state.
+            let cri = self.cri.clone();
+            let events = events.clone();
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    match cri.container_status(&pleg_event.container_id).await {
+                        Ok(status)
+                            if status.state == api::ContainerState::ContainerRunning as i32 =>
+                        {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        _ => break,
+                    }
+                }
+                send(&events, pleg_event);
+            });
+        } else {
+            send(events, pleg_event);
+        }
+        true
     }
 
     /// One relist: the events since the previous one.
@@ -171,6 +285,12 @@ impl Pleg {
         }
         self.records = current;
         Ok(found)
+    }
+}
+
+fn send(events: &mpsc::Sender<PlegEvent>, event: PlegEvent) {
+    if let Err(mpsc::error::TrySendError::Full(event)) = events.try_send(event) {
+        warn!(pod_uid = %event.pod_uid, "PLEG event channel full; event dropped");
     }
 }
 

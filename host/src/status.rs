@@ -366,7 +366,13 @@ pub fn rejected(reason: &str, message: String, host_ip: &str) -> PodStatus {
 #[derive(Debug, Default)]
 pub struct StatusStore {
     pods: Mutex<BTreeMap<String, Pod>>,
+    /// Since when the runtime has not answered; while set, `/pods` marks every pod stale.
+    stale_since: Mutex<Option<Time>>,
 }
+
+/// Annotation `/pods` puts on pods while the runtime is unreachable: the status shown is the
+/// last known one, as of the time given.
+pub const STALE_ANNOTATION: &str = "wasmlet.dev/status-stale-since";
 
 impl StatusStore {
     /// Records `pod` (with its status) under its UID.
@@ -383,9 +389,31 @@ impl StatusStore {
         self.lock().get(uid).cloned()
     }
 
+    /// Marks the status stale (the runtime stopped answering) or fresh again.
+    pub fn set_stale(&self, stale: bool) {
+        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
+        match (stale, since.is_some()) {
+            (true, false) => *since = Some(now()),
+            (false, true) => *since = None,
+            _ => {}
+        }
+    }
+
     /// All pods, ordered by namespace and name, as `/pods` lists them.
     pub fn list(&self) -> Vec<Pod> {
+        let stale = self
+            .stale_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
+        if let Some(since) = stale {
+            let since = since.0.to_string();
+            for pod in &mut pods {
+                let annotations = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
+                annotations.insert(STALE_ANNOTATION.into(), since.clone());
+            }
+        }
         pods.sort_by(|a, b| {
             (&a.metadata.namespace, &a.metadata.name)
                 .cmp(&(&b.metadata.namespace, &b.metadata.name))

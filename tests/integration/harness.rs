@@ -75,8 +75,13 @@ impl Node {
              staticPodPath: {manifests}\ncontainerRuntimeEndpoint: unix://{socket}\n\
              fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: 127.0.0.1\n\
              healthzPort: 0\n{extra_kubelet}---\n\
-             apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\nplegRelistPeriod: 100ms\n\
+             apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\n{pleg}\
              housekeepingPeriod: 500ms\n{extra_wasmlet}",
+            pleg = if options.extra_wasmlet.contains("plegRelistPeriod") {
+                ""
+            } else {
+                "plegRelistPeriod: 100ms\n"
+            },
             manifests = manifests.display(),
             socket = socket.display(),
             logs = dir.path().join("logs").display(),

@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod events;
 mod images;
 mod manifests;
 mod pods;

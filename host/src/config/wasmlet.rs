@@ -10,6 +10,8 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "apiVersion",
     "kind",
     "plegRelistPeriod",
+    "plegEventedRelistPeriod",
+    "plegUseEvents",
     "housekeepingPeriod",
     "containerRestartBackOff",
     "imagePullBackOff",
@@ -22,6 +24,12 @@ pub struct WasmletConfiguration {
     /// Period of the relisting PLEG (upstream: 1s, compiled in).
     #[serde(with = "duration::go")]
     pub pleg_relist_period: Duration,
+    /// Relist period while containerd's event stream is up: the safety net that corrects
+    /// anything the stream missed.
+    #[serde(with = "duration::go")]
+    pub pleg_evented_relist_period: Duration,
+    /// Subscribe to containerd's task events (when the runtime is containerd).
+    pub pleg_use_events: bool,
     /// Period of orphan cleanup (upstream: 2s).
     #[serde(with = "duration::go")]
     pub housekeeping_period: Duration,
@@ -57,6 +65,8 @@ impl Default for WasmletConfiguration {
     fn default() -> Self {
         Self {
             pleg_relist_period: Duration::from_secs(1),
+            pleg_evented_relist_period: Duration::from_secs(10),
+            pleg_use_events: true,
             housekeeping_period: Duration::from_secs(2),
             container_restart_back_off: BackOffConfig::UPSTREAM,
             image_pull_back_off: BackOffConfig::UPSTREAM,
@@ -69,6 +79,7 @@ impl WasmletConfiguration {
     pub fn validate(&self) -> Result<(), (String, String)> {
         for (name, value) in [
             ("plegRelistPeriod", self.pleg_relist_period),
+            ("plegEventedRelistPeriod", self.pleg_evented_relist_period),
             ("housekeepingPeriod", self.housekeeping_period),
         ] {
             if value.is_zero() {

@@ -52,6 +52,7 @@ impl CriError {
 /// Cheap to clone: clones share one HTTP/2 connection to the runtime.
 #[derive(Clone)]
 pub struct CriClient {
+    channel: Channel,
     runtime: RuntimeServiceClient<Channel>,
     images: ImageServiceClient<Channel>,
     timeout: Duration,
@@ -103,11 +104,35 @@ impl CriClient {
                 }
             }));
         Ok(Self {
+            channel: channel.clone(),
             runtime: RuntimeServiceClient::new(channel.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
             images: ImageServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE_BYTES),
             timeout,
         })
+    }
+
+    /// Subscribes to containerd's own event stream (containerd 1.6 has no CRI
+    /// GetContainerEvents); `filters` use containerd's filter syntax (`topic=="/tasks/exit"`).
+    /// containerd sends the response headers only with the first event, so this returns only
+    /// then: callers must not wait on it in a loop that has other work.
+    pub async fn subscribe_events(
+        &self,
+        filters: Vec<String>,
+    ) -> Result<tonic::Streaming<crate::cri::containerd::services::events::v1::Envelope>, CriError>
+    {
+        use crate::cri::containerd::services::events::v1 as events;
+        let mut client = events::events_client::EventsClient::new(self.channel.clone())
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        let request = events::SubscribeRequest { filters };
+        match client.subscribe(request).await {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) => Err(CriError::Rpc {
+                rpc: "Events/Subscribe",
+                code: status.code(),
+                message: status.message().to_string(),
+            }),
+        }
     }
 
     pub async fn version(&self) -> Result<api::VersionResponse, CriError> {

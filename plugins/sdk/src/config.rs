@@ -4,7 +4,7 @@
 //! `configure` as JSON text. Deserialize it into your own struct:
 //!
 //! ```
-//! #[derive(serde::Deserialize, Default)]
+//! #[derive(serde::Deserialize, Default, Debug)]
 //! #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 //! struct Config {
 //!     protect_namespaces: Vec<String>,

@@ -28,7 +28,7 @@ impl<T: EvictionPolicy + Default + 'static> Guest for EvictionGuest<T> {
     }
 }
 
-pub(super) fn qos(q: wit::QosClass) -> types::QosClass {
+fn qos(q: wit::QosClass) -> types::QosClass {
     match q {
         wit::QosClass::Guaranteed => types::QosClass::Guaranteed,
         wit::QosClass::Burstable => types::QosClass::Burstable,

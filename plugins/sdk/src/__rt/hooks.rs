@@ -1,7 +1,7 @@
 use core::marker::PhantomData;
 
 use super::state;
-use crate::bindings::hooks::wasmlet::plugin::{hook_host, hook_types as wit, types as wit_types};
+use crate::bindings::hooks::wasmlet::plugin::{hook_host, types as wit};
 use crate::bindings::hooks::Guest;
 use crate::{types, LifecycleHooks, PodAccess};
 
@@ -22,9 +22,9 @@ impl<T: LifecycleHooks + Default + 'static> Guest for HooksGuest<T> {
             index: pod.index,
             priority: pod.priority,
             qos: match pod.qos {
-                wit_types::QosClass::Guaranteed => types::QosClass::Guaranteed,
-                wit_types::QosClass::Burstable => types::QosClass::Burstable,
-                wit_types::QosClass::BestEffort => types::QosClass::BestEffort,
+                wit::QosClass::Guaranteed => types::QosClass::Guaranteed,
+                wit::QosClass::Burstable => types::QosClass::Burstable,
+                wit::QosClass::BestEffort => types::QosClass::BestEffort,
             },
             is_static: pod.is_static,
             is_critical: pod.is_critical,
@@ -78,5 +78,10 @@ impl PodAccess for HookHost {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         hook_host::exec(container, &command, timeout_ms)
             .map(|o| types::ExecOutput { exit_code: o.exit_code, stdout: o.stdout, stderr: o.stderr })
+    }
+
+    fn sleep(&self, ms: u32) -> Result<(), String> {
+        hook_host::sleep(ms);
+        Ok(())
     }
 }

@@ -1,7 +1,7 @@
 use core::marker::PhantomData;
 
 use super::state;
-use crate::bindings::probe::wasmlet::plugin::{probe_host, probe_types as wit, types as wit_types};
+use crate::bindings::probe::wasmlet::plugin::{probe_host, types as wit};
 use crate::bindings::probe::Guest;
 use crate::{types, PodAccess, ProbeHandler};
 
@@ -67,12 +67,16 @@ impl PodAccess for ProbeHost {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         probe_host::exec(container, &command, timeout_ms).map(exec_output)
     }
+
+    fn sleep(&self, _ms: u32) -> Result<(), String> {
+        Err("sleep is not available to probes: return and let the next period run".into())
+    }
 }
 
-fn http_response(r: wit_types::HttpResponse) -> types::HttpResponse {
+fn http_response(r: wit::HttpResponse) -> types::HttpResponse {
     types::HttpResponse { status: r.status, headers: r.headers, body: r.body }
 }
 
-fn exec_output(o: wit_types::ExecOutput) -> types::ExecOutput {
+fn exec_output(o: wit::ExecOutput) -> types::ExecOutput {
     types::ExecOutput { exit_code: o.exit_code, stdout: o.stdout, stderr: o.stderr }
 }

@@ -18,7 +18,10 @@ static PLUGIN: Slot = Slot(RefCell::new(None));
 /// Runs `f` on the plugin, creating it with `Default` on first use.
 pub fn with<T: Default + 'static, R>(f: impl FnOnce(&mut T) -> R) -> R {
     let mut slot = PLUGIN.0.borrow_mut();
-    let plugin = slot.get_or_insert_with(|| Box::new(T::default()));
+    let plugin = slot.get_or_insert_with(|| {
+        install_panic_hook();
+        Box::new(T::default())
+    });
     let plugin = plugin
         .downcast_mut::<T>()
         .expect("wasmlet_plugin_sdk::export! used for two types in one component");
@@ -28,6 +31,29 @@ pub fn with<T: Default + 'static, R>(f: impl FnOnce(&mut T) -> R) -> R {
 /// Replaces the plugin with a fresh default one and lets `f` configure it,
 /// so each `configure` starts from scratch rather than layering configs.
 pub fn reset<T: Default + 'static, R>(f: impl FnOnce(&mut T) -> R) -> R {
+    install_panic_hook();
     *PLUGIN.0.borrow_mut() = Some(Box::new(T::default()));
     with(f)
+}
+
+/// Sends a panic's message and location to the host log before the abort
+/// traps, so the operator sees why (no WASI stderr is granted).
+fn install_panic_hook() {
+    static mut INSTALLED: bool = false;
+    // SAFETY: single-threaded, see `Slot`.
+    unsafe {
+        if INSTALLED {
+            return;
+        }
+        INSTALLED = true;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| l.to_string()).unwrap_or_default();
+        let message = info.payload_as_str().unwrap_or("(non-string panic payload)");
+        crate::host::log(
+            crate::types::LogLevel::Error,
+            "plugin panicked",
+            &[("panic", message), ("location", &location)],
+        );
+    }));
 }

@@ -1,0 +1,169 @@
+//! containerd's own event stream as a PLEG input. containerd 1.6 does not implement CRI
+//! `GetContainerEvents`, but its events service on the same socket reports task starts and
+//! exits within milliseconds.
+
+use crate::cri::containerd::events as task;
+use crate::cri::containerd::services::events::v1::Envelope;
+use crate::cri::CriClient;
+use prost::Message;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The containerd namespace the CRI plugin keeps its containers in.
+pub const CRI_NAMESPACE: &str = "k8s.io";
+
+/// Topics the PLEG subscribes to, in containerd's filter syntax (filters are OR-ed).
+pub fn filters() -> Vec<String> {
+    ["/tasks/start", "/tasks/exit", "/tasks/oom"]
+        .iter()
+        .map(|topic| format!("topic==\"{topic}\""))
+        .collect()
+}
+
+/// A task event of a container's (or sandbox's) main process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskEvent {
+    Started { container_id: String },
+    Exited { container_id: String },
+    OutOfMemory { container_id: String },
+}
+
+/// Decodes an envelope; `None` for other namespaces, other topics and exec processes.
+pub fn decode(envelope: &Envelope) -> Option<TaskEvent> {
+    if envelope.namespace != CRI_NAMESPACE {
+        return None;
+    }
+    let payload = envelope.event.as_ref()?;
+    let bytes = payload.value.as_slice();
+    match envelope.topic.as_str() {
+        "/tasks/start" => task::TaskStart::decode(bytes)
+            .ok()
+            .map(|e| TaskEvent::Started {
+                container_id: e.container_id,
+            }),
+        // An exec'd process (a probe) exits with its own id; only the main process counts.
+        "/tasks/exit" => task::TaskExit::decode(bytes)
+            .ok()
+            .filter(|e| e.id.is_empty() || e.id == e.container_id)
+            .map(|e| TaskEvent::Exited {
+                container_id: e.container_id,
+            }),
+        "/tasks/oom" => task::TaskOom::decode(bytes)
+            .ok()
+            .map(|e| TaskEvent::OutOfMemory {
+                container_id: e.container_id,
+            }),
+        _ => None,
+    }
+}
+
+/// What the subscriber task tells the PLEG.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamMessage {
+    /// The subscription is in place: events from now on arrive.
+    Up,
+    /// The stream is gone (runtime restarted or unreachable); the subscriber retries.
+    Down(String),
+    Event(TaskEvent),
+}
+
+/// How long a subscribe call must stay open without failing before it counts as in place
+/// (containerd answers the call only with its first event).
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// Keeps a subscription to containerd's task events, resubscribing with back-off.
+pub fn spawn_subscriber(cri: CriClient) -> mpsc::Receiver<StreamMessage> {
+    let (tx, rx) = mpsc::channel(1024);
+    tokio::spawn(async move {
+        let mut delay = Duration::from_millis(100);
+        while !tx.is_closed() {
+            let call = cri.subscribe_events(filters());
+            tokio::pin!(call);
+            let mut announced = false;
+            let result = tokio::select! {
+                result = &mut call => result,
+                _ = tokio::time::sleep(SETTLE) => {
+                    announced = true;
+                    let _ = tx.send(StreamMessage::Up).await;
+                    call.await
+                }
+            };
+            let reason = match result {
+                Ok(mut stream) => {
+                    if !announced {
+                        let _ = tx.send(StreamMessage::Up).await;
+                    }
+                    delay = Duration::from_millis(100);
+                    loop {
+                        match stream.message().await {
+                            Ok(Some(envelope)) => {
+                                if let Some(event) = decode(&envelope) {
+                                    if tx.send(StreamMessage::Event(event)).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
+                            Ok(None) => break "the stream ended".to_string(),
+                            Err(status) => break status.message().to_string(),
+                        }
+                    }
+                }
+                Err(error) => error.to_string(),
+            };
+            let _ = tx.send(StreamMessage::Down(reason)).await;
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(namespace: &str, topic: &str, event: impl Message) -> Envelope {
+        Envelope {
+            timestamp: None,
+            namespace: namespace.into(),
+            topic: topic.into(),
+            event: Some(prost_types::Any {
+                type_url: "containerd.events.X".into(),
+                value: event.encode_to_vec(),
+            }),
+        }
+    }
+
+    #[test]
+    fn decodes_main_process_events_only() {
+        let exit = task::TaskExit {
+            container_id: "c1".into(),
+            id: "c1".into(),
+            pid: 7,
+            exit_status: 1,
+            exited_at: None,
+        };
+        assert_eq!(
+            decode(&envelope("k8s.io", "/tasks/exit", exit.clone())),
+            Some(TaskEvent::Exited {
+                container_id: "c1".into()
+            })
+        );
+        let exec_exit = task::TaskExit {
+            id: "exec-1".into(),
+            ..exit.clone()
+        };
+        assert_eq!(decode(&envelope("k8s.io", "/tasks/exit", exec_exit)), None);
+        assert_eq!(decode(&envelope("default", "/tasks/exit", exit)), None);
+        let start = task::TaskStart {
+            container_id: "c2".into(),
+            pid: 9,
+        };
+        assert_eq!(
+            decode(&envelope("k8s.io", "/tasks/start", start)),
+            Some(TaskEvent::Started {
+                container_id: "c2".into()
+            })
+        );
+    }
+}
