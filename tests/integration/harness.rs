@@ -134,6 +134,13 @@ impl Node {
         });
     }
 
+    /// Fails the test at once if wasmlet exited.
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            panic!("wasmlet exited with {status}\n{}", self.log_tail());
+        }
+    }
+
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("wasmlet.log")
     }
@@ -248,9 +255,8 @@ impl Node {
             .map(|p| (labels::POD_NAME, format!("{p}-{}", self.name)))
             .into_iter()
             .collect();
-        self.runtime
-            .block_on(self.cri.list_pod_sandbox(self.selector(&extra)))
-            .expect("ListPodSandbox")
+        let selector = self.selector(&extra);
+        self.with_retries(|| self.cri.list_pod_sandbox(selector.clone()))
     }
 
     /// This node's containers with full status, optionally of one pod.
@@ -273,6 +279,26 @@ impl Node {
             }
             out
         })
+    }
+
+    /// Runs a CRI call, retrying for a few seconds: the first call after a runtime restart
+    /// fails on the dead connection.
+    fn with_retries<T, F: std::future::Future<Output = Result<T, wasmlet::cri::CriError>>>(
+        &self,
+        call: impl Fn() -> F,
+    ) -> T {
+        let mut attempts = 0;
+        loop {
+            match self.runtime.block_on(call()) {
+                Ok(value) => return value,
+                Err(error) if attempts < 50 => {
+                    attempts += 1;
+                    eprintln!("retrying CRI call: {error}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(error) => panic!("{error}"),
+            }
+        }
     }
 
     /// Removes every sandbox and container labelled with this node, leftovers included.

@@ -27,6 +27,7 @@ fn kill_9_and_restart_adopts_running_pods() {
 
     node.kill();
     node.restart();
+    node.assert_running();
 
     let steady = node.wait_phase("steady", "Running", Duration::from_secs(30));
     let status = container_status(&steady, "main");

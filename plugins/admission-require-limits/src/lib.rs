@@ -55,7 +55,10 @@ impl LifecycleHooks for RequireLimits {
         host::log(
             wasmlet_plugin_sdk::LogLevel::Info,
             "pod refused: missing limits",
-            &[("namespace", &namespace), ("pod", &host::pod_name(pod.index))],
+            &[
+                ("namespace", &namespace),
+                ("pod", &host::pod_name(pod.index)),
+            ],
         );
         Err(format!(
             "namespace \"{namespace}\" requires cpu and memory limits: {}",

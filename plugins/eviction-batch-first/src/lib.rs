@@ -11,7 +11,9 @@
 
 use serde::Deserialize;
 use wasmlet_plugin_sdk::defaults::eviction;
-use wasmlet_plugin_sdk::{config, export, host, EvictionPolicy, NodeInfo, PodInfo, SignalObservation};
+use wasmlet_plugin_sdk::{
+    config, export, host, EvictionPolicy, NodeInfo, PodInfo, SignalObservation,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -57,7 +59,9 @@ impl EvictionPolicy for BatchFirst {
         let (batch, rest): (Vec<u32>, Vec<u32>) = eviction::rank(pressure, pods)
             .into_iter()
             .filter(|&i| !c.protect_namespaces.contains(&host::pod_namespace(i)))
-            .partition(|&i| host::pod_label(i, &c.batch_label).as_deref() == Some(c.batch_value.as_str()));
+            .partition(|&i| {
+                host::pod_label(i, &c.batch_label).as_deref() == Some(c.batch_value.as_str())
+            });
         Ok(batch.into_iter().chain(rest).collect())
     }
 }

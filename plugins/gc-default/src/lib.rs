@@ -27,7 +27,10 @@ struct Config {
 impl Default for Config {
     fn default() -> Self {
         let d = ContainerGcPolicy::default();
-        Config { max_per_pod_container: d.max_per_pod_container, max_containers: d.max_containers }
+        Config {
+            max_per_pod_container: d.max_per_pod_container,
+            max_containers: d.max_containers,
+        }
     }
 }
 

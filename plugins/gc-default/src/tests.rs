@@ -10,7 +10,11 @@ fn images_least_recently_used_first_skipping_in_use_pinned_and_young() {
         .image(ImageFixture::new("busybox:1.36").used_minutes_ago(10))
         .image(ImageFixture::new("nginx:1.25").used_minutes_ago(500))
         .image(ImageFixture::new("app:v1").used_minutes_ago(900).in_use())
-        .image(ImageFixture::new("pause:3.9").used_minutes_ago(999).pinned())
+        .image(
+            ImageFixture::new("pause:3.9")
+                .used_minutes_ago(999)
+                .pinned(),
+        )
         .image(ImageFixture::new("fresh:1").seen_minutes_ago(1))
         .image(ImageFixture::new("redis:7").used_minutes_ago(100));
     assert_eq!(
@@ -34,7 +38,10 @@ fn containers_keep_newest_per_unit_and_drop_deleted_pods() {
         .dead(1, 0, 3)
         .dead(2, 0, 1)
         .pod_deleted(2);
-    assert_eq!(case.plan_containers(&DefaultGc::default()).unwrap(), vec![4, 2, 1]);
+    assert_eq!(
+        case.plan_containers(&DefaultGc::default()).unwrap(),
+        vec![4, 2, 1]
+    );
 }
 
 #[test]
@@ -43,7 +50,11 @@ fn config_sets_the_container_limits() {
     gc.configure(r#"{"maxPerPodContainer": 2}"#).unwrap();
     let case = GcCase::new().dead(0, 0, 5).dead(0, 1, 10).dead(0, 2, 15);
     assert_eq!(case.plan_containers(&gc).unwrap(), vec![2]);
-    gc.configure(r#"{"maxPerPodContainer": -1, "maxContainers": 1}"#).unwrap();
+    gc.configure(r#"{"maxPerPodContainer": -1, "maxContainers": 1}"#)
+        .unwrap();
     assert_eq!(case.plan_containers(&gc).unwrap(), vec![2, 1]);
-    assert!(gc.configure(r#"{"maxDead": 1}"#).unwrap_err().contains("unknown field"));
+    assert!(gc
+        .configure(r#"{"maxDead": 1}"#)
+        .unwrap_err()
+        .contains("unknown field"));
 }

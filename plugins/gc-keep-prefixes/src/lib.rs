@@ -30,7 +30,9 @@ impl KeepPrefixes {
     fn kept(&self, index: u32) -> bool {
         let prefixes = &self.config.keep_prefixes;
         !prefixes.is_empty()
-            && host::image_tags(index).iter().any(|tag| prefixes.iter().any(|p| tag.starts_with(p.as_str())))
+            && host::image_tags(index)
+                .iter()
+                .any(|tag| prefixes.iter().any(|p| tag.starts_with(p.as_str())))
     }
 }
 

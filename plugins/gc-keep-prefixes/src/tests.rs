@@ -1,4 +1,4 @@
-use wasmlet_plugin_sdk::fixtures::{GcCase, ImageFixture, MINUTE_MS, MI};
+use wasmlet_plugin_sdk::fixtures::{GcCase, ImageFixture, MI, MINUTE_MS};
 use wasmlet_plugin_sdk::GcStrategy;
 
 use super::KeepPrefixes;
@@ -15,17 +15,31 @@ fn case(bytes_to_free: u64) -> GcCase {
         .image(ImageFixture::new("docker.io/library/busybox:1.36").size(5 * MI))
         .image(ImageFixture::new("registry.local/platform/agent:2").size(900 * MI))
         .image(ImageFixture::new("docker.io/library/nginx:1.25").size(200 * MI))
-        .image(ImageFixture::new("ghcr.io/acme/app:v3").size(400 * MI).tag("registry.local/platform/app:v3"))
-        .image(ImageFixture::new("docker.io/library/postgres:16").size(600 * MI).in_use())
+        .image(
+            ImageFixture::new("ghcr.io/acme/app:v3")
+                .size(400 * MI)
+                .tag("registry.local/platform/app:v3"),
+        )
+        .image(
+            ImageFixture::new("docker.io/library/postgres:16")
+                .size(600 * MI)
+                .in_use(),
+        )
 }
 
 #[test]
 fn kept_prefixes_never_go_and_the_largest_goes_first() {
     let s = strategy(r#"{"keepPrefixes": ["registry.local/platform/"]}"#);
-    assert_eq!(case(150 * MI).plan_image_tags(&s).unwrap(), ["docker.io/library/nginx:1.25"]);
+    assert_eq!(
+        case(150 * MI).plan_image_tags(&s).unwrap(),
+        ["docker.io/library/nginx:1.25"]
+    );
     assert_eq!(
         case(10_000 * MI).plan_image_tags(&s).unwrap(),
-        ["docker.io/library/nginx:1.25", "docker.io/library/busybox:1.36"]
+        [
+            "docker.io/library/nginx:1.25",
+            "docker.io/library/busybox:1.36"
+        ]
     );
 }
 
@@ -43,7 +57,11 @@ fn images_past_max_age_go_even_without_pressure() {
     let s = strategy(r#"{"keepPrefixes": ["registry.local/"]}"#);
     let mut c = GcCase::new()
         .image(ImageFixture::new("old:1").size(MI).used_minutes_ago(600))
-        .image(ImageFixture::new("registry.local/old:1").size(MI).used_minutes_ago(600))
+        .image(
+            ImageFixture::new("registry.local/old:1")
+                .size(MI)
+                .used_minutes_ago(600),
+        )
         .image(ImageFixture::new("recent:1").size(MI).used_minutes_ago(5));
     c.disk.max_age_ms = 60 * MINUTE_MS;
     assert_eq!(c.plan_image_tags(&s).unwrap(), ["old:1"]);
@@ -51,7 +69,9 @@ fn images_past_max_age_go_even_without_pressure() {
 
 #[test]
 fn empty_prefix_is_refused() {
-    assert!(KeepPrefixes::default().configure(r#"{"keepPrefixes": [""]}"#).is_err());
+    assert!(KeepPrefixes::default()
+        .configure(r#"{"keepPrefixes": [""]}"#)
+        .is_err());
 }
 
 #[test]

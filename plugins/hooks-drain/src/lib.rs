@@ -66,15 +66,29 @@ impl LifecycleHooks for Drain {
         let budget = grace_ms.saturating_sub(c.reserve_ms);
         let started = host::now_unix_ms();
         let response = pod
-            .http_get(c.port, &c.path, &[], c.request_timeout_ms.min(budget.max(1)))
+            .http_get(
+                c.port,
+                &c.path,
+                &[],
+                c.request_timeout_ms.min(budget.max(1)),
+            )
             .map_err(|e| format!("drain request GET :{}{} failed: {e}", c.port, c.path))?;
         if !response.is_success() {
-            return Err(format!("drain request GET :{}{} answered HTTP {}", c.port, c.path, response.status));
+            return Err(format!(
+                "drain request GET :{}{} answered HTTP {}",
+                c.port, c.path, response.status
+            ));
         }
-        let spent = host::now_unix_ms().saturating_sub(started).min(u64::from(u32::MAX)) as u32;
+        let spent = host::now_unix_ms()
+            .saturating_sub(started)
+            .min(u64::from(u32::MAX)) as u32;
         let wait = c.wait_ms.min(budget.saturating_sub(spent));
         let wait_text = wait.to_string();
-        host::log(LogLevel::Info, "draining", &[("container", container), ("wait_ms", &wait_text)]);
+        host::log(
+            LogLevel::Info,
+            "draining",
+            &[("container", container), ("wait_ms", &wait_text)],
+        );
         if wait > 0 {
             pod.sleep(wait)?;
         }

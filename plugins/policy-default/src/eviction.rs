@@ -18,7 +18,9 @@ use crate::{PodInfo, Pressure, SignalObservation};
 /// when `pressure` is empty), most evictable first, leaving out the pods the
 /// host never evicts (critical and static ones).
 pub fn rank(pressure: &[SignalObservation], pods: &[PodInfo]) -> Vec<u32> {
-    let kind = pressure.first().map_or(Pressure::Memory, |o| o.signal.pressure());
+    let kind = pressure
+        .first()
+        .map_or(Pressure::Memory, |o| o.signal.pressure());
     rank_for(kind, pods)
 }
 

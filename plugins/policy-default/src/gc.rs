@@ -66,7 +66,10 @@ pub struct ContainerGcPolicy {
 
 impl Default for ContainerGcPolicy {
     fn default() -> Self {
-        ContainerGcPolicy { max_per_pod_container: 1, max_containers: -1 }
+        ContainerGcPolicy {
+            max_per_pod_container: 1,
+            max_containers: -1,
+        }
     }
 }
 

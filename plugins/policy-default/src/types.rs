@@ -136,7 +136,12 @@ pub struct SignalObservation {
 
 impl SignalObservation {
     pub fn new(signal: Signal, available: i64, capacity: i64, threshold: i64) -> Self {
-        SignalObservation { signal, available, capacity, threshold }
+        SignalObservation {
+            signal,
+            available,
+            capacity,
+            threshold,
+        }
     }
 }
 

@@ -26,7 +26,11 @@ struct Defaults {
 
 impl Default for Defaults {
     fn default() -> Self {
-        Defaults { path: "/health".into(), field: "status".into(), expected: Value::from("ok") }
+        Defaults {
+            path: "/health".into(),
+            field: "status".into(),
+            expected: Value::from("ok"),
+        }
     }
 }
 
@@ -61,7 +65,9 @@ impl ProbeHandler for JsonHealth {
             (Some(port), _) => port,
             (None, [only]) => *only,
             (None, ports) => {
-                return ProbeResult::failure(format!("args need a \"port\": the pod declares {ports:?}"))
+                return ProbeResult::failure(format!(
+                    "args need a \"port\": the pod declares {ports:?}"
+                ))
             }
         };
         let path = args.path.as_deref().unwrap_or(&self.defaults.path);
@@ -78,7 +84,9 @@ impl ProbeHandler for JsonHealth {
         }
         let body: Value = match serde_json::from_slice(&response.body) {
             Ok(v) => v,
-            Err(e) => return ProbeResult::unknown(format!("GET :{port}{path}: body is not JSON: {e}")),
+            Err(e) => {
+                return ProbeResult::unknown(format!("GET :{port}{path}: body is not JSON: {e}"))
+            }
         };
         match lookup(&body, field) {
             Some(v) if v == expected => ProbeResult::success(format!("{field} is {v}")),

@@ -32,7 +32,10 @@ fn wrong_value_missing_field_or_bad_status_fail() {
     let (outcome, message) = check("", &pod);
     assert_eq!(outcome, ProbeOutcome::Failure);
     assert_eq!(message, r#"status is "degraded", expected "ok""#);
-    assert_eq!(check(r#"{"path": "/empty"}"#, &pod).0, ProbeOutcome::Failure);
+    assert_eq!(
+        check(r#"{"path": "/empty"}"#, &pod).0,
+        ProbeOutcome::Failure
+    );
     let (outcome, message) = check(r#"{"path": "/down"}"#, &pod);
     assert_eq!(outcome, ProbeOutcome::Failure);
     assert!(message.contains("HTTP 503"), "{message}");
@@ -62,7 +65,12 @@ fn bad_args_or_ambiguous_port_fail_with_a_reason() {
 #[test]
 fn plugin_config_sets_defaults() {
     let mut probe = JsonHealth::default();
-    probe.configure(r#"{"path": "/healthz", "field": "state", "expected": "UP"}"#).unwrap();
+    probe
+        .configure(r#"{"path": "/healthz", "field": "state", "expected": "UP"}"#)
+        .unwrap();
     let pod = MockPod::new().http(8080, "/healthz", 200, r#"{"state":"UP"}"#);
-    assert_eq!(probe.check(&ProbeRequest::new(""), &pod).outcome, ProbeOutcome::Success);
+    assert_eq!(
+        probe.check(&ProbeRequest::new(""), &pod).outcome,
+        ProbeOutcome::Success
+    );
 }

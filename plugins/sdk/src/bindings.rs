@@ -7,6 +7,9 @@
 //! section the world's export macro emits into the plugin crate, so a plugin
 //! exports exactly the world it chose.
 
+// Generated exports take one argument per flattened core value.
+#![allow(clippy::too_many_arguments)]
+
 pub mod eviction {
     wit_bindgen::generate!({
         path: "../../wit",

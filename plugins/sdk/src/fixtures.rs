@@ -238,7 +238,9 @@ impl EvictionCase {
                 nodefs_capacity_bytes: 100 * GI,
                 imagefs_capacity_bytes: 0,
             },
-            pressure: vec![SignalObservation::new(signal, available, capacity, threshold)],
+            pressure: vec![SignalObservation::new(
+                signal, available, capacity, threshold,
+            )],
             pods: Vec::new(),
         }
     }
@@ -282,7 +284,10 @@ impl EvictionCase {
 
     /// Calls `policy.rank` as the host would and returns its raw answer.
     pub fn rank<P: EvictionPolicy + ?Sized>(&self, policy: &P) -> Result<Vec<u32>, String> {
-        let node = NodeInfo { pod_count: self.pods.len() as u32, ..self.node.clone() };
+        let node = NodeInfo {
+            pod_count: self.pods.len() as u32,
+            ..self.node.clone()
+        };
         let infos = self.infos();
         let metas: Vec<PodMeta> = self.pods.iter().map(|p| p.meta.clone()).collect();
         with_snapshot(&metas, &[], || policy.rank(&node, &self.pressure, &infos))
@@ -291,7 +296,10 @@ impl EvictionCase {
     /// Calls `rank`, checks the answer as the host does, and names the pods
     /// (`namespace/name`). An index out of range or listed twice, or a
     /// critical or static pod, is an `Err` here.
-    pub fn rank_names<P: EvictionPolicy + ?Sized>(&self, policy: &P) -> Result<Vec<String>, String> {
+    pub fn rank_names<P: EvictionPolicy + ?Sized>(
+        &self,
+        policy: &P,
+    ) -> Result<Vec<String>, String> {
         let answer = self.rank(policy)?;
         check_indices(&answer, self.pods.len(), "pod")?;
         answer
@@ -301,7 +309,10 @@ impl EvictionCase {
                 if pod.info.is_evictable() {
                     Ok(pod.meta.key())
                 } else {
-                    Err(format!("proposes critical or static pod {}", pod.meta.key()))
+                    Err(format!(
+                        "proposes critical or static pod {}",
+                        pod.meta.key()
+                    ))
                 }
             })
             .collect()
@@ -361,7 +372,10 @@ impl ImageFixture {
     /// Last used `minutes` before [`NOW_MS`] (and first seen no later).
     pub fn used_minutes_ago(mut self, minutes: u64) -> Self {
         self.info.last_used_unix_ms = NOW_MS - minutes * MINUTE_MS;
-        self.info.first_seen_unix_ms = self.info.first_seen_unix_ms.min(self.info.last_used_unix_ms);
+        self.info.first_seen_unix_ms = self
+            .info
+            .first_seen_unix_ms
+            .min(self.info.last_used_unix_ms);
         self
     }
 
@@ -457,13 +471,18 @@ impl GcCase {
     pub fn plan_images<S: GcStrategy + ?Sized>(&self, strategy: &S) -> Result<Vec<u32>, String> {
         let tags: Vec<Vec<String>> = self.images.iter().map(|i| i.tags.clone()).collect();
         let infos = self.image_infos();
-        with_snapshot(&self.pods, &tags, || strategy.plan_images(&self.disk, &infos))
+        with_snapshot(&self.pods, &tags, || {
+            strategy.plan_images(&self.disk, &infos)
+        })
     }
 
     /// Calls `plan_images`, checks the answer as the host does (range,
     /// duplicates, never an image in use or pinned) and returns each
     /// planned image's first tag.
-    pub fn plan_image_tags<S: GcStrategy + ?Sized>(&self, strategy: &S) -> Result<Vec<String>, String> {
+    pub fn plan_image_tags<S: GcStrategy + ?Sized>(
+        &self,
+        strategy: &S,
+    ) -> Result<Vec<String>, String> {
         let answer = self.plan_images(strategy)?;
         check_indices(&answer, self.images.len(), "image")?;
         answer
@@ -471,7 +490,10 @@ impl GcCase {
             .map(|&i| {
                 let image = &self.images[i as usize];
                 if image.info.in_use || image.info.pinned {
-                    Err(format!("plans image {} which is in use or pinned", image.tags[0]))
+                    Err(format!(
+                        "plans image {} which is in use or pinned",
+                        image.tags[0]
+                    ))
                 } else {
                     Ok(image.tags[0].clone())
                 }
@@ -481,7 +503,10 @@ impl GcCase {
 
     /// Calls `strategy.plan_containers` as the host would, and checks the
     /// answer's indices.
-    pub fn plan_containers<S: GcStrategy + ?Sized>(&self, strategy: &S) -> Result<Vec<u32>, String> {
+    pub fn plan_containers<S: GcStrategy + ?Sized>(
+        &self,
+        strategy: &S,
+    ) -> Result<Vec<u32>, String> {
         let answer = with_snapshot(&self.pods, &[], || strategy.plan_containers(&self.dead))?;
         check_indices(&answer, self.dead.len(), "dead container")?;
         Ok(answer)
@@ -509,7 +534,11 @@ impl MockPod {
 
     /// `GET :port/path` answers `status` with `body`.
     pub fn http(mut self, port: u16, path: &str, status: u16, body: impl Into<Vec<u8>>) -> Self {
-        let response = HttpResponse { status, headers: Vec::new(), body: body.into() };
+        let response = HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: body.into(),
+        };
         self.http.push((port, path.into(), Ok(response)));
         self
     }
@@ -527,8 +556,16 @@ impl MockPod {
 
     /// `command` in `container` exits with `exit_code` printing `stdout`.
     pub fn exec(mut self, container: &str, command: &[&str], exit_code: i32, stdout: &str) -> Self {
-        let output = ExecOutput { exit_code, stdout: stdout.as_bytes().to_vec(), stderr: Vec::new() };
-        self.exec.push((container.into(), command.iter().map(|s| s.to_string()).collect(), Ok(output)));
+        let output = ExecOutput {
+            exit_code,
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: Vec::new(),
+        };
+        self.exec.push((
+            container.into(),
+            command.iter().map(|s| s.to_string()).collect(),
+            Ok(output),
+        ));
         self
     }
 
@@ -568,7 +605,12 @@ impl PodAccess for MockPod {
         }
     }
 
-    fn exec(&self, container: &str, command: &[&str], _timeout_ms: u32) -> Result<ExecOutput, String> {
+    fn exec(
+        &self,
+        container: &str,
+        command: &[&str],
+        _timeout_ms: u32,
+    ) -> Result<ExecOutput, String> {
         let mut call = format!("EXEC {container}:");
         for arg in command {
             let _ = write!(call, " {arg}");
@@ -576,7 +618,9 @@ impl PodAccess for MockPod {
         self.record(call);
         self.exec
             .iter()
-            .find(|(c, cmd, _)| c == container && cmd.iter().map(String::as_str).eq(command.iter().copied()))
+            .find(|(c, cmd, _)| {
+                c == container && cmd.iter().map(String::as_str).eq(command.iter().copied())
+            })
             .map(|(_, _, r)| r.clone())
             .unwrap_or_else(|| Err("no such command".into()))
     }
@@ -598,7 +642,10 @@ pub struct HookCase {
 impl HookCase {
     /// A best-effort pod with no containers yet.
     pub fn new(namespace: &str, name: &str) -> Self {
-        HookCase { pod: AdmissionPod::default(), meta: PodMeta::new(namespace, name) }
+        HookCase {
+            pod: AdmissionPod::default(),
+            meta: PodMeta::new(namespace, name),
+        }
     }
 
     pub fn container(mut self, container: AdmissionContainer) -> Self {
@@ -623,12 +670,21 @@ impl HookCase {
 
     /// Calls `hooks.admit` with this pod as pod-meta index 0.
     pub fn admit<H: LifecycleHooks + ?Sized>(&self, hooks: &H) -> Result<(), String> {
-        with_snapshot(std::slice::from_ref(&self.meta), &[], || hooks.admit(&self.pod))
+        with_snapshot(std::slice::from_ref(&self.meta), &[], || {
+            hooks.admit(&self.pod)
+        })
     }
 
     /// Calls `hooks.post_start` for `container`, reaching `pod`.
-    pub fn post_start<H: LifecycleHooks + ?Sized>(&self, hooks: &H, container: &str, pod: &MockPod) -> Result<(), String> {
-        with_snapshot(std::slice::from_ref(&self.meta), &[], || hooks.post_start(container, pod))
+    pub fn post_start<H: LifecycleHooks + ?Sized>(
+        &self,
+        hooks: &H,
+        container: &str,
+        pod: &MockPod,
+    ) -> Result<(), String> {
+        with_snapshot(std::slice::from_ref(&self.meta), &[], || {
+            hooks.post_start(container, pod)
+        })
     }
 
     /// Calls `hooks.pre_stop` for `container` with `grace_ms` left.
@@ -639,6 +695,8 @@ impl HookCase {
         grace_ms: u32,
         pod: &MockPod,
     ) -> Result<(), String> {
-        with_snapshot(std::slice::from_ref(&self.meta), &[], || hooks.pre_stop(container, grace_ms, pod))
+        with_snapshot(std::slice::from_ref(&self.meta), &[], || {
+            hooks.pre_stop(container, grace_ms, pod)
+        })
     }
 }

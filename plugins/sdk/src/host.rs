@@ -81,8 +81,10 @@ mod imp {
             LogLevel::Warn => host::LogLevel::Warn,
             LogLevel::Error => host::LogLevel::Error,
         };
-        let fields: Vec<(String, String)> =
-            fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         host::log(level, message, &fields)
     }
 

@@ -1,4 +1,4 @@
-//! Write [wasmlet] plugins as plain Rust.
+//! Write wasmlet plugins as plain Rust.
 //!
 //! wasmlet is a Kubernetes kubelet whose policies are WebAssembly components
 //! (contract: `wit/`, package `wasmlet:plugin@0.1.0`). This crate hides the
@@ -54,8 +54,6 @@
 //! annotations with [`host`] only for the pods you need. Return `Err` for a
 //! condition the operator should see: the host logs it, counts a fault and
 //! falls back to its built-in default for that call.
-//!
-//! [wasmlet]: https://example.invalid/wasmlet
 
 extern crate self as wasmlet_plugin_sdk;
 
@@ -127,7 +125,10 @@ pub trait GcStrategy {
     /// Dead containers to remove, as indices into `dead`. Default: upstream
     /// with its default flags ([`defaults::gc::plan_containers`]).
     fn plan_containers(&self, dead: &[DeadContainer]) -> Result<Vec<u32>, String> {
-        Ok(defaults::gc::plan_containers(dead, &defaults::gc::ContainerGcPolicy::default()))
+        Ok(defaults::gc::plan_containers(
+            dead,
+            &defaults::gc::ContainerGcPolicy::default(),
+        ))
     }
 }
 
@@ -194,16 +195,34 @@ pub trait LifecycleHooks {
 #[macro_export]
 macro_rules! export {
     ($ty:ty as eviction) => {
-        $crate::__export_world!($ty, EvictionPolicy, EvictionGuest, __export_eviction_policy_impl, eviction);
+        $crate::__export_world!(
+            $ty,
+            EvictionPolicy,
+            EvictionGuest,
+            __export_eviction_policy_impl,
+            eviction
+        );
     };
     ($ty:ty as gc) => {
         $crate::__export_world!($ty, GcStrategy, GcGuest, __export_gc_strategy_impl, gc);
     };
     ($ty:ty as probe) => {
-        $crate::__export_world!($ty, ProbeHandler, ProbeGuest, __export_probe_handler_impl, probe);
+        $crate::__export_world!(
+            $ty,
+            ProbeHandler,
+            ProbeGuest,
+            __export_probe_handler_impl,
+            probe
+        );
     };
     ($ty:ty as hooks) => {
-        $crate::__export_world!($ty, LifecycleHooks, HooksGuest, __export_lifecycle_hooks_impl, hooks);
+        $crate::__export_world!(
+            $ty,
+            LifecycleHooks,
+            HooksGuest,
+            __export_lifecycle_hooks_impl,
+            hooks
+        );
     };
 }
 
@@ -218,7 +237,7 @@ macro_rules! __export_world {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             type __WasmletGuest = $crate::__rt::$guest<$ty>;
-            $crate::$export!(__WasmletGuest with_types_in $crate::bindings::$module);
+    $crate::$export!(__WasmletGuest with_types_in $crate::bindings::$module);
         };
     };
 }

@@ -26,7 +26,12 @@ pub trait PodAccess {
 
     /// Runs `command` in `container` (CRI `ExecSync`); a non-zero exit code
     /// is `Ok`.
-    fn exec(&self, container: &str, command: &[&str], timeout_ms: u32) -> Result<ExecOutput, String>;
+    fn exec(
+        &self,
+        container: &str,
+        command: &[&str],
+        timeout_ms: u32,
+    ) -> Result<ExecOutput, String>;
 
     /// Waits `ms` milliseconds, cut short at the hook's deadline. Hooks only
     /// (`hook-host.sleep`): in a probe it does nothing and answers `Err`.

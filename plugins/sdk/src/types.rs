@@ -116,15 +116,24 @@ pub struct ProbeResult {
 
 impl ProbeResult {
     pub fn success(message: impl Into<String>) -> Self {
-        ProbeResult { outcome: ProbeOutcome::Success, message: message.into() }
+        ProbeResult {
+            outcome: ProbeOutcome::Success,
+            message: message.into(),
+        }
     }
 
     pub fn failure(message: impl Into<String>) -> Self {
-        ProbeResult { outcome: ProbeOutcome::Failure, message: message.into() }
+        ProbeResult {
+            outcome: ProbeOutcome::Failure,
+            message: message.into(),
+        }
     }
 
     pub fn unknown(message: impl Into<String>) -> Self {
-        ProbeResult { outcome: ProbeOutcome::Unknown, message: message.into() }
+        ProbeResult {
+            outcome: ProbeOutcome::Unknown,
+            message: message.into(),
+        }
     }
 }
 
@@ -142,7 +151,10 @@ pub struct AdmissionContainer {
 impl AdmissionContainer {
     /// A regular container with neither requests nor limits.
     pub fn new(name: impl Into<String>) -> Self {
-        AdmissionContainer { name: name.into(), ..Self::default() }
+        AdmissionContainer {
+            name: name.into(),
+            ..Self::default()
+        }
     }
 
     /// Sets both limits (and, as the API server defaults them, requests).

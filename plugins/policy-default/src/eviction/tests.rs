@@ -27,7 +27,10 @@ fn memory_exceeding_requests_go_first_then_priority_then_excess() {
         pod(10, 10 * MI, 90 * MI),   // 3: exceeds by 80
     ];
     assert_eq!(rank(&obs(Signal::MemoryAvailable), &pods), vec![3, 2, 1, 0]);
-    assert_eq!(rank(&obs(Signal::AllocatableMemoryAvailable), &pods), vec![3, 2, 1, 0]);
+    assert_eq!(
+        rank(&obs(Signal::AllocatableMemoryAvailable), &pods),
+        vec![3, 2, 1, 0]
+    );
 }
 
 #[test]
@@ -72,14 +75,30 @@ fn disk_pressure_uses_ephemeral_storage() {
         memory_usage_bytes: usage * 7 % 13,
         ..PodInfo::default()
     };
-    let pods = [disk(0, 100, 10), disk(5, 0, 50), disk(5, 0, 70), disk(1, 10, 11)];
-    assert_eq!(rank(&obs(Signal::ImagefsAvailable), &pods), vec![3, 2, 1, 0]);
-    assert_eq!(rank(&obs(Signal::ContainerfsAvailable), &pods), vec![3, 2, 1, 0]);
+    let pods = [
+        disk(0, 100, 10),
+        disk(5, 0, 50),
+        disk(5, 0, 70),
+        disk(1, 10, 11),
+    ];
+    assert_eq!(
+        rank(&obs(Signal::ImagefsAvailable), &pods),
+        vec![3, 2, 1, 0]
+    );
+    assert_eq!(
+        rank(&obs(Signal::ContainerfsAvailable), &pods),
+        vec![3, 2, 1, 0]
+    );
 }
 
 #[test]
 fn inode_pressure_uses_inodes_used() {
-    let ino = |priority, inodes| PodInfo { priority, has_stats: true, inodes_used: inodes, ..PodInfo::default() };
+    let ino = |priority, inodes| PodInfo {
+        priority,
+        has_stats: true,
+        inodes_used: inodes,
+        ..PodInfo::default()
+    };
     let pods = [ino(0, 0), ino(3, 10), ino(3, 1000)];
     // Pod 0 uses none, so it does not "exceed"; the others do.
     assert_eq!(rank(&obs(Signal::NodefsInodesFree), &pods), vec![2, 1, 0]);
@@ -104,13 +123,17 @@ fn first_signal_decides_and_empty_pressure_means_memory() {
 #[test]
 fn ties_keep_input_order() {
     let pods = vec![pod(0, 0, 10); 5];
-    assert_eq!(rank(&obs(Signal::MemoryAvailable), &pods), vec![0, 1, 2, 3, 4]);
+    assert_eq!(
+        rank(&obs(Signal::MemoryAvailable), &pods),
+        vec![0, 1, 2, 3, 4]
+    );
 }
 
 #[test]
 fn signals_map_to_pressures() {
     for s in Signal::ALL {
-        let expected = if s.as_str().starts_with("memory") || s.as_str().starts_with("allocatable") {
+        let expected = if s.as_str().starts_with("memory") || s.as_str().starts_with("allocatable")
+        {
             Pressure::Memory
         } else if s.as_str().starts_with("pid") {
             Pressure::Pid

@@ -64,20 +64,33 @@ impl PodAccess for HookHost {
         headers: &[(&str, &str)],
         timeout_ms: u32,
     ) -> Result<types::HttpResponse, String> {
-        let headers: Vec<(String, String)> =
-            headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        hook_host::http_get(port, path, &headers, timeout_ms)
-            .map(|r| types::HttpResponse { status: r.status, headers: r.headers, body: r.body })
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        hook_host::http_get(port, path, &headers, timeout_ms).map(|r| types::HttpResponse {
+            status: r.status,
+            headers: r.headers,
+            body: r.body,
+        })
     }
 
     fn tcp_connect(&self, port: u16, timeout_ms: u32) -> Result<(), String> {
         hook_host::tcp_connect(port, timeout_ms)
     }
 
-    fn exec(&self, container: &str, command: &[&str], timeout_ms: u32) -> Result<types::ExecOutput, String> {
+    fn exec(
+        &self,
+        container: &str,
+        command: &[&str],
+        timeout_ms: u32,
+    ) -> Result<types::ExecOutput, String> {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
-        hook_host::exec(container, &command, timeout_ms)
-            .map(|o| types::ExecOutput { exit_code: o.exit_code, stdout: o.stdout, stderr: o.stderr })
+        hook_host::exec(container, &command, timeout_ms).map(|o| types::ExecOutput {
+            exit_code: o.exit_code,
+            stdout: o.stdout,
+            stderr: o.stderr,
+        })
     }
 
     fn sleep(&self, ms: u32) -> Result<(), String> {

@@ -54,8 +54,10 @@ impl PodAccess for ProbeHost {
         headers: &[(&str, &str)],
         timeout_ms: u32,
     ) -> Result<types::HttpResponse, String> {
-        let headers: Vec<(String, String)> =
-            headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         probe_host::http_get(port, path, &headers, timeout_ms).map(http_response)
     }
 
@@ -63,7 +65,12 @@ impl PodAccess for ProbeHost {
         probe_host::tcp_connect(port, timeout_ms)
     }
 
-    fn exec(&self, container: &str, command: &[&str], timeout_ms: u32) -> Result<types::ExecOutput, String> {
+    fn exec(
+        &self,
+        container: &str,
+        command: &[&str],
+        timeout_ms: u32,
+    ) -> Result<types::ExecOutput, String> {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
         probe_host::exec(container, &command, timeout_ms).map(exec_output)
     }
@@ -74,9 +81,17 @@ impl PodAccess for ProbeHost {
 }
 
 fn http_response(r: wit::HttpResponse) -> types::HttpResponse {
-    types::HttpResponse { status: r.status, headers: r.headers, body: r.body }
+    types::HttpResponse {
+        status: r.status,
+        headers: r.headers,
+        body: r.body,
+    }
 }
 
 fn exec_output(o: wit::ExecOutput) -> types::ExecOutput {
-    types::ExecOutput { exit_code: o.exit_code, stdout: o.stdout, stderr: o.stderr }
+    types::ExecOutput {
+        exit_code: o.exit_code,
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
 }

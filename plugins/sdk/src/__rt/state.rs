@@ -49,7 +49,12 @@ fn install_panic_hook() {
     }
     std::panic::set_hook(Box::new(|info| {
         let location = info.location().map(|l| l.to_string()).unwrap_or_default();
-        let message = info.payload_as_str().unwrap_or("(non-string panic payload)");
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(non-string panic payload)");
         crate::host::log(
             crate::types::LogLevel::Error,
             "plugin panicked",

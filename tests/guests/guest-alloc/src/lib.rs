@@ -44,7 +44,12 @@ impl EvictionPolicy for Alloc {
         Ok(())
     }
 
-    fn rank(&self, _: &NodeInfo, _: &[SignalObservation], _: &[PodInfo]) -> Result<Vec<u32>, String> {
+    fn rank(
+        &self,
+        _: &NodeInfo,
+        _: &[SignalObservation],
+        _: &[PodInfo],
+    ) -> Result<Vec<u32>, String> {
         hog()
     }
 }

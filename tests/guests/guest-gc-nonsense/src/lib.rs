@@ -71,8 +71,12 @@ mod tests {
             .image(ImageFixture::new("old:1"));
         for answer in ["mixed", "in-use", "out-of-range"] {
             let mut s = GcNonsense::default();
-            s.configure(&format!(r#"{{"answer": "{answer}"}}"#)).unwrap();
-            assert!(case.plan_image_tags(&s).is_err(), "{answer} passed the check");
+            s.configure(&format!(r#"{{"answer": "{answer}"}}"#))
+                .unwrap();
+            assert!(
+                case.plan_image_tags(&s).is_err(),
+                "{answer} passed the check"
+            );
         }
     }
 }

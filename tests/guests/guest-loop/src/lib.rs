@@ -43,7 +43,12 @@ impl EvictionPolicy for Loop {
         Ok(())
     }
 
-    fn rank(&self, _: &NodeInfo, _: &[SignalObservation], _: &[PodInfo]) -> Result<Vec<u32>, String> {
+    fn rank(
+        &self,
+        _: &NodeInfo,
+        _: &[SignalObservation],
+        _: &[PodInfo],
+    ) -> Result<Vec<u32>, String> {
         spin()
     }
 }

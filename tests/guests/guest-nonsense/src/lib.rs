@@ -34,12 +34,19 @@ impl EvictionPolicy for Nonsense {
         Ok(())
     }
 
-    fn rank(&self, _: &NodeInfo, _: &[SignalObservation], pods: &[PodInfo]) -> Result<Vec<u32>, String> {
+    fn rank(
+        &self,
+        _: &NodeInfo,
+        _: &[SignalObservation],
+        pods: &[PodInfo],
+    ) -> Result<Vec<u32>, String> {
         let n = pods.len() as u32;
         Ok(match self.answer.as_str() {
             "out-of-range" => vec![n, u32::MAX],
             "duplicates" => (0..n).flat_map(|i| [i, i]).collect(),
-            "critical" => (0..n).filter(|&i| !pods[i as usize].is_evictable()).collect(),
+            "critical" => (0..n)
+                .filter(|&i| !pods[i as usize].is_evictable())
+                .collect(),
             "error" => return Err("guest-nonsense: refusing to rank, as configured".into()),
             _ => vec![n, n + 7, 0, 0],
         })
@@ -62,7 +69,8 @@ mod tests {
             .pod(PodFixture::new("kube-system", "etcd").static_pod());
         for answer in ["mixed", "out-of-range", "duplicates", "critical", "error"] {
             let mut p = Nonsense::default();
-            p.configure(&format!(r#"{{"answer": "{answer}"}}"#)).unwrap();
+            p.configure(&format!(r#"{{"answer": "{answer}"}}"#))
+                .unwrap();
             assert!(case.rank_names(&p).is_err(), "{answer} passed the check");
         }
     }

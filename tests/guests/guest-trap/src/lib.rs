@@ -48,7 +48,12 @@ impl EvictionPolicy for Trap {
         }
     }
 
-    fn rank(&self, _: &NodeInfo, _: &[SignalObservation], _: &[PodInfo]) -> Result<Vec<u32>, String> {
+    fn rank(
+        &self,
+        _: &NodeInfo,
+        _: &[SignalObservation],
+        _: &[PodInfo],
+    ) -> Result<Vec<u32>, String> {
         self.trap("rank")
     }
 }
