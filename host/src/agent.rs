@@ -85,6 +85,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         store: store.clone(),
         health: health.clone(),
         source: source_rx.clone(),
+        pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet

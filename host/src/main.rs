@@ -22,6 +22,47 @@ enum Command {
     Run(RunArgs),
     /// Print the version.
     Version,
+    /// Show the pods of a running node (from its read-only port).
+    Get {
+        /// Only `pods` is known.
+        #[arg(value_parser = ["pods", "pod", "po"])]
+        resource: String,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+    /// Print a container's log from a running node.
+    Logs {
+        /// Pod name as /pods shows it (static pods: `<name>-<node>`).
+        pod: String,
+        #[arg(short = 'c', long)]
+        container: Option<String>,
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
+        /// The previous, terminated attempt of the container.
+        #[arg(short = 'p', long)]
+        previous: bool,
+        /// Keep streaming while the container runs.
+        #[arg(short = 'f', long)]
+        follow: bool,
+        /// Only the last N lines.
+        #[arg(long)]
+        tail: Option<u64>,
+        /// Only lines newer than this (e.g. 10s, 5m).
+        #[arg(long)]
+        since: Option<String>,
+        /// Prefix each line with its timestamp.
+        #[arg(long)]
+        timestamps: bool,
+        #[command(flatten)]
+        server: ServerArg,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServerArg {
+    /// The node's read-only port.
+    #[arg(long, default_value = "http://127.0.0.1:10255", env = "WASMLET_SERVER")]
+    server: String,
 }
 
 /// Flags keep the kubelet's names; each overrides the config file.
@@ -65,6 +106,50 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Version => {
             println!("wasmlet {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Get { server, .. } => {
+            wasmlet::terminal::get_pods(&server.server, &mut std::io::stdout().lock())?;
+            Ok(())
+        }
+        Command::Logs {
+            pod,
+            container,
+            namespace,
+            previous,
+            follow,
+            tail,
+            since,
+            timestamps,
+            server,
+        } => {
+            let container = match container {
+                Some(c) => c,
+                None => wasmlet::terminal::default_container(&server.server, &namespace, &pod)?,
+            };
+            let mut query = vec![
+                format!("previous={previous}"),
+                format!("follow={follow}"),
+                format!("timestamps={timestamps}"),
+            ];
+            if let Some(tail) = tail {
+                query.push(format!("tailLines={tail}"));
+            }
+            if let Some(since) = since {
+                let seconds = wasmlet::config::duration::parse(&since)
+                    .map_err(|e| anyhow::anyhow!("--since: {e}"))?
+                    .as_secs();
+                query.push(format!("sinceSeconds={seconds}"));
+            }
+            let mut out = std::io::stdout().lock();
+            wasmlet::terminal::logs(
+                &server.server,
+                &namespace,
+                &pod,
+                &container,
+                &query.join("&"),
+                &mut out,
+            )?;
             Ok(())
         }
         Command::Run(args) => {

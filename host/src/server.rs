@@ -2,9 +2,11 @@
 //! plain HTTP as upstream's `readOnlyPort`, and the healthz port.
 
 use crate::health::Health;
+use crate::logs::{self, LogOptions};
 use crate::source::SourceSnapshot;
 use crate::status::StatusStore;
-use axum::extract::State;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -20,6 +22,7 @@ pub struct ServerState {
     pub store: Arc<StatusStore>,
     pub health: Arc<Health>,
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
+    pub pod_logs_dir: std::path::PathBuf,
 }
 
 async fn pods(State(state): State<ServerState>) -> Json<k8s_openapi::List<Pod>> {
@@ -59,12 +62,101 @@ async fn manifests(State(state): State<ServerState>) -> Json<serde_json::Value> 
     Json(serde_json::json!({ "pods": pods, "errors": snapshot.errors }))
 }
 
+fn container_restart_count(pod: &Pod, container: &str) -> Option<(u32, bool)> {
+    let status = pod.status.as_ref()?;
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .find(|c| c.name == container)
+        .map(|c| {
+            let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
+            (c.restart_count.max(0) as u32, running)
+        })
+}
+
+fn not_found(message: String) -> Response {
+    (StatusCode::NOT_FOUND, message).into_response()
+}
+
+/// `GET /containerLogs/{namespace}/{pod}/{container}`, as upstream.
+async fn container_logs(
+    State(state): State<ServerState>,
+    Path((namespace, pod_name, container)): Path<(String, String, String)>,
+    Query(options): Query<LogOptions>,
+) -> Response {
+    let pods = state.store.list();
+    let Some(pod) = pods.iter().find(|p| {
+        p.metadata.namespace.as_deref() == Some(&namespace)
+            && p.metadata.name.as_deref() == Some(&pod_name)
+    }) else {
+        return not_found(format!("pod {namespace}/{pod_name} not found"));
+    };
+    let Some((restart_count, _)) = container_restart_count(pod, &container) else {
+        return not_found(format!(
+            "container {container:?} in pod {pod_name:?} not found"
+        ));
+    };
+    let attempt = if options.previous {
+        match restart_count.checked_sub(1) {
+            Some(previous) => previous,
+            None => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "previous terminated container {container:?} in pod {pod_name:?} not found"
+                    ),
+                )
+                    .into_response()
+            }
+        }
+    } else {
+        restart_count
+    };
+    let dir = crate::cri::pod_config::log_directory(&state.pod_logs_dir, pod);
+    let file = logs::log_file(&dir, &container, attempt);
+    if !file.exists() {
+        return not_found(format!(
+            "no log for container {container:?} in pod {pod_name:?} (attempt {attempt})"
+        ));
+    }
+    let follow_current = !options.previous;
+    let store = state.store.clone();
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let still_running = move || {
+        follow_current
+            && store
+                .get(&uid)
+                .and_then(|p| container_restart_count(&p, &container))
+                .is_some_and(|(count, running)| running && count == attempt)
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        if let Err(error) = logs::stream(file.clone(), options, tx, still_running).await {
+            tracing::warn!(file = %file.display(), %error, "reading container log failed");
+        }
+    });
+    let body =
+        tokio_stream::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |line| {
+            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(line))
+        });
+    Response::builder()
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
 /// Routes of the read-only port.
 pub fn read_only_router(state: ServerState) -> Router {
     Router::new()
         .route("/pods", get(pods))
         .route("/healthz", get(healthz))
         .route("/manifests", get(manifests))
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            get(container_logs),
+        )
         .with_state(state)
 }
 

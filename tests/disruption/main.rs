@@ -11,7 +11,8 @@ use std::time::Duration;
 
 fn containerd_pid() -> i32 {
     let dir = std::env::var("WASMLET_NODE_DIR").unwrap_or_else(|_| "/var/lib/wasmlet-node".into());
-    let text = std::fs::read_to_string(Path::new(&dir).join("containerd.pid")).expect("containerd pidfile");
+    let text = std::fs::read_to_string(Path::new(&dir).join("containerd.pid"))
+        .expect("containerd pidfile");
     text.trim().parse().expect("pid")
 }
 
@@ -34,21 +35,43 @@ fn containerd_killed_and_restarted_pods_keep_running_and_status_recovers() {
 
     // SIGKILL, as a crash: the shims and the containers survive it.
     let pid = containerd_pid();
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill containerd {pid}");
-    let stale = node.wait_for("/pods to mark the status stale", Duration::from_secs(15), |n| {
-        n.pod("steady").filter(|p| !p["metadata"]["annotations"]["wasmlet.dev/status-stale-since"].is_null())
-    });
-    assert_eq!(stale["status"]["phase"], "Running", "the last known status is still served");
+    assert_eq!(
+        unsafe { libc::kill(pid, libc::SIGKILL) },
+        0,
+        "kill containerd {pid}"
+    );
+    let stale = node.wait_for(
+        "/pods to mark the status stale",
+        Duration::from_secs(15),
+        |n| {
+            n.pod("steady").filter(|p| {
+                !p["metadata"]["annotations"]["wasmlet.dev/status-stale-since"].is_null()
+            })
+        },
+    );
+    assert_eq!(
+        stale["status"]["phase"], "Running",
+        "the last known status is still served"
+    );
     std::thread::sleep(Duration::from_secs(2));
     node.assert_running();
 
     setup_node();
-    let after = node.wait_for("the status to be fresh again", Duration::from_secs(30), |n| {
-        n.pod("steady").filter(|p| p["metadata"]["annotations"]["wasmlet.dev/status-stale-since"].is_null())
-    });
+    let after = node.wait_for(
+        "the status to be fresh again",
+        Duration::from_secs(30),
+        |n| {
+            n.pod("steady").filter(|p| {
+                p["metadata"]["annotations"]["wasmlet.dev/status-stale-since"].is_null()
+            })
+        },
+    );
     assert_eq!(after["status"]["phase"], "Running");
     let status = container_status(&after, "main");
-    assert_eq!(status["containerID"], container_id, "no container restarted because the runtime blinked");
+    assert_eq!(
+        status["containerID"], container_id,
+        "no container restarted because the runtime blinked"
+    );
     assert_eq!(status["restartCount"], 0);
     let sandboxes = node.sandboxes(Some("steady"));
     assert_eq!(sandboxes.len(), 1);
@@ -56,7 +79,11 @@ fn containerd_killed_and_restarted_pods_keep_running_and_status_recovers() {
 
     // New pods start, and the event stream is back.
     node.wait_for("resubscription", Duration::from_secs(20), |n| {
-        (n.log().matches("subscribed to containerd task events").count() >= 2).then_some(())
+        (n.log()
+            .matches("subscribed to containerd task events")
+            .count()
+            >= 2)
+            .then_some(())
     });
     node.write_manifest("fresh.yaml", &busybox_pod("fresh", "", "exec sleep 3600"));
     node.wait_phase("fresh", "Running", Duration::from_secs(30));

@@ -136,7 +136,11 @@ impl Node {
 
     /// Fails the test at once if wasmlet exited.
     pub fn assert_running(&mut self) {
-        if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+        if let Some(status) = self
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+        {
             panic!("wasmlet exited with {status}\n{}", self.log_tail());
         }
     }

@@ -5,6 +5,7 @@ mod harness;
 
 mod events;
 mod images;
+mod logs;
 mod manifests;
 mod pods;
 mod restart_safety;

@@ -159,19 +159,29 @@ fn a_manifest_rewritten_while_its_pod_starts_ends_with_one_sandbox() {
     let node = Node::start("t-rewrite");
     for version in 0..4 {
         let script = format!("echo v{version}; exec sleep 3600");
-        node.write_manifest("racy.yaml", &busybox_pod("racy", "  terminationGracePeriodSeconds: 2\n", &script));
+        node.write_manifest(
+            "racy.yaml",
+            &busybox_pod("racy", "  terminationGracePeriodSeconds: 2\n", &script),
+        );
         std::thread::sleep(Duration::from_millis(60 + 40 * version));
     }
     let last = node.wait_for("the last version to run", Duration::from_secs(60), |n| {
         let pod = n.pod("racy")?;
-        let command = pod["spec"]["containers"][0]["command"][2].as_str()?.to_string();
+        let command = pod["spec"]["containers"][0]["command"][2]
+            .as_str()?
+            .to_string();
         (command.starts_with("echo v3") && pod["status"]["phase"] == "Running").then_some(pod)
     });
     let uid = last["metadata"]["uid"].as_str().unwrap().to_string();
-    node.wait_for("exactly one sandbox, the last version's", Duration::from_secs(30), |n| {
-        let sandboxes = n.sandboxes(Some("racy"));
-        (sandboxes.len() == 1 && sandboxes[0].labels["io.kubernetes.pod.uid"] == uid).then_some(())
-    });
+    node.wait_for(
+        "exactly one sandbox, the last version's",
+        Duration::from_secs(30),
+        |n| {
+            let sandboxes = n.sandboxes(Some("racy"));
+            (sandboxes.len() == 1 && sandboxes[0].labels["io.kubernetes.pod.uid"] == uid)
+                .then_some(())
+        },
+    );
     let containers = node.containers(Some("racy"));
     assert_eq!(containers.len(), 1, "one container: {containers:?}");
     assert_eq!(containers[0].labels["io.kubernetes.pod.uid"], uid);

@@ -1,8 +1,8 @@
 //! Safe wrappers over the `host` and `pod-meta` imports.
 //!
 //! In a plugin (wasm32) these call the host. In native tests they read the
-//! snapshot a [`crate::fixtures`] case installed for the call in progress,
-//! and [`log`] records into [`crate::fixtures::take_logs`].
+//! snapshot a `fixtures` case installed for the call in progress,
+//! and [`log`] records into `fixtures::take_logs`.
 //!
 //! Pod indices are those of the current call (see `wit/host.wit`): the
 //! `pods` of `rank`, `DeadContainer::pod` in `plan_containers`, 0 in the

@@ -5,7 +5,7 @@
 //! declare and containers it does not have, and bounds each call by what is
 //! left of the caller's deadline. In a plugin the SDK passes an
 //! implementation backed by the world's import (`probe-host` or
-//! `hook-host`); in tests pass a [`crate::fixtures::MockPod`].
+//! `hook-host`); in tests pass a `fixtures::MockPod`.
 
 use crate::types::{ExecOutput, HttpResponse};
 
