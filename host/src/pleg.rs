@@ -195,51 +195,48 @@ impl Pleg {
         }
     }
 
-    /// Applies a task event. Returns false when the container is unknown (created since the
-    /// last relist), so the caller relists at once.
+    /// Applies a task event. Returns false when the container is not listed yet (created
+    /// since the last relist), so the caller relists at once.
     fn on_task_event(&mut self, event: TaskEvent, events: &mpsc::Sender<PlegEvent>) -> bool {
-        let (container_id, state) = match &event {
-            TaskEvent::Started { container_id } => (container_id, State::Running),
-            TaskEvent::Exited { container_id } => (container_id, State::Exited),
-            TaskEvent::OutOfMemory { container_id } => (container_id, State::Running),
-        };
-        let Some(record) = self.records.get_mut(container_id) else {
-            return false;
-        };
-        let kind = match event {
-            TaskEvent::Started { .. } => PlegEventKind::ContainerStarted,
-            TaskEvent::Exited { .. } => PlegEventKind::ContainerDied,
+        match event {
+            TaskEvent::Started { container_id } => {
+                // Events only trigger syncs; the records stay what the last relist saw, so
+                // the next relist still reports any change an event could not confirm.
+                let Some(record) = self.records.get(&container_id) else {
+                    debug!(%container_id, "start of a container not listed yet; relisting");
+                    return false;
+                };
+                let kind = PlegEventKind::ContainerStarted;
+                send(
+                    events,
+                    PlegEvent {
+                        pod_uid: record.pod_uid.clone(),
+                        container_id,
+                        kind,
+                    },
+                );
+                true
+            }
+            TaskEvent::Exited { container_id } => {
+                let known_uid = self
+                    .records
+                    .get(&container_id)
+                    .map(|record| record.pod_uid.clone());
+                debug!(%container_id, known = known_uid.is_some(), "container exited");
+                let listed = known_uid.is_some();
+                let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
+                tokio::spawn(confirm_exit(
+                    self.cri.clone(),
+                    container_id,
+                    known_uid,
+                    node_name,
+                    events.clone(),
+                ));
+                listed
+            }
             // The exit follows; nothing to sync yet.
-            TaskEvent::OutOfMemory { .. } => return true,
-        };
-        record.state = state;
-        let pleg_event = PlegEvent {
-            pod_uid: record.pod_uid.clone(),
-            container_id: container_id.clone(),
-            kind,
-        };
-        if kind == PlegEventKind::ContainerDied {
-            // containerd publishes the exit before its CRI plugin has recorded it: wait until
-            // CRI reports the container exited, so the worker syncs on the new state.
-            let cri = self.cri.clone();
-            let events = events.clone();
-            tokio::spawn(async move {
-                for _ in 0..100 {
-                    match cri.container_status(&pleg_event.container_id).await {
-                        Ok(status)
-                            if status.state == api::ContainerState::ContainerRunning as i32 =>
-                        {
-                            tokio::time::sleep(Duration::from_millis(5)).await;
-                        }
-                        _ => break,
-                    }
-                }
-                send(&events, pleg_event);
-            });
-        } else {
-            send(events, pleg_event);
+            TaskEvent::OutOfMemory { .. } => true,
         }
-        true
     }
 
     /// One relist: the events since the previous one.
@@ -285,6 +282,45 @@ impl Pleg {
         }
         self.records = current;
         Ok(found)
+    }
+}
+
+/// containerd publishes an exit before its CRI plugin has recorded it: wait until CRI reports
+/// the container exited, then tell its pod's worker, so the worker syncs on the new state.
+/// The pod comes from the container's own labels when the relist has not seen it yet.
+async fn confirm_exit(
+    cri: CriClient,
+    container_id: String,
+    known_uid: Option<String>,
+    node_name: String,
+    events: mpsc::Sender<PlegEvent>,
+) {
+    let mut pod_uid = known_uid;
+    for _ in 0..200 {
+        match cri.container_status(&container_id).await {
+            Ok(status) => {
+                if status.labels.get(labels::NODE) != Some(&node_name) {
+                    return;
+                }
+                pod_uid = status.labels.get(labels::POD_UID).cloned().or(pod_uid);
+                if status.state != api::ContainerState::ContainerRunning as i32 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(_) => break,
+        }
+    }
+    if let Some(pod_uid) = pod_uid {
+        let kind = PlegEventKind::ContainerDied;
+        send(
+            &events,
+            PlegEvent {
+                pod_uid,
+                container_id,
+                kind,
+            },
+        );
     }
 }
 

@@ -136,7 +136,8 @@ struct PodWorker {
 struct SyncOutcome {
     waiting: HashMap<String, Waiting>,
     requeue: Duration,
-    changed: bool,
+    /// Containers this sync created or started: their status is re-read before publishing.
+    touched: Vec<String>,
 }
 
 impl SyncOutcome {
@@ -226,7 +227,7 @@ impl PodWorker {
         let mut outcome = SyncOutcome {
             waiting: HashMap::new(),
             requeue: self.node.sync_frequency,
-            changed: false,
+            touched: Vec::new(),
         };
         if !runtime.current_sandbox().is_some_and(|s| s.ready) {
             if self.published_phase_is_terminal() {
@@ -235,8 +236,13 @@ impl PodWorker {
                     .await
                     .map(|()| self.node.sync_frequency);
             }
-            self.create_sandbox(&runtime).await?;
-            runtime = self.fetch().await?;
+            let id = self.create_sandbox(&runtime).await?;
+            if runtime.containers.is_empty() {
+                // A new pod: the new sandbox is all that changed.
+                runtime.add_sandbox(&self.node.cri, &id).await?;
+            } else {
+                runtime = self.fetch().await?;
+            }
         }
         let Some(sandbox) = runtime.current_sandbox().cloned() else {
             return Ok(SYNC_ERROR_RETRY);
@@ -308,9 +314,9 @@ impl PodWorker {
                 }
             }
         }
-        if outcome.changed {
-            runtime = self.fetch().await?;
-        }
+        runtime
+            .refresh_containers(&self.node.cri, &outcome.touched)
+            .await?;
         self.publish(&runtime, &outcome.waiting, false);
         if self.published_phase_is_terminal() {
             self.finish(runtime).await?;
@@ -327,7 +333,7 @@ impl PodWorker {
             .is_some_and(|phase| phase == "Succeeded" || phase == "Failed")
     }
 
-    async fn create_sandbox(&mut self, runtime: &PodRuntimeStatus) -> Result<(), SyncError> {
+    async fn create_sandbox(&mut self, runtime: &PodRuntimeStatus) -> Result<String, SyncError> {
         // Containers that lost their sandbox cannot keep running in a new one.
         self.stop_containers(runtime).await?;
         for old in &runtime.sandboxes {
@@ -346,7 +352,7 @@ impl PodWorker {
         let started = std::time::Instant::now();
         let id = self.node.cri.run_pod_sandbox(config).await?;
         info!(sandbox = %id, attempt, elapsed_ms = started.elapsed().as_millis() as u64, "pod sandbox running");
-        Ok(())
+        Ok(id)
     }
 
     /// Restarts `container` after its previous attempt `last` exited, unless CrashLoopBackOff
@@ -387,7 +393,7 @@ impl PodWorker {
 
     /// Starts a container that was created but never started (a sync cut short).
     async fn start_created(&mut self, created: &api::ContainerStatus, outcome: &mut SyncOutcome) {
-        outcome.changed = true;
+        outcome.touched.push(created.id.clone());
         if let Err(error) = self.node.cri.start_container(&created.id).await {
             warn!(container = %runtime_status::container_name(created), %error, "starting a created container failed");
         }
@@ -407,7 +413,6 @@ impl PodWorker {
             outcome.wait(&container.name, reason, message, retry);
             return Ok(());
         }
-        outcome.changed = true;
         // Keep one dead container per container name for `logs --previous`, as upstream's
         // container GC does with MaxPerPodContainer = 1.
         for old in runtime.containers_named(&container.name).skip(1) {
@@ -447,7 +452,10 @@ impl PodWorker {
             .create_container(sandbox_id, config, sandbox_config)
             .await
         {
-            Ok(id) => id,
+            Ok(id) => {
+                outcome.touched.push(id.clone());
+                id
+            }
             Err(error) => {
                 outcome.wait(
                     &container.name,

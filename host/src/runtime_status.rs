@@ -67,15 +67,70 @@ impl PodRuntimeStatus {
                 Err(e) => return Err(e),
             }
         }
-        containers.sort_by(|a, b| {
+        let mut status = Self {
+            sandboxes,
+            containers,
+        };
+        status.sort_containers();
+        Ok(status)
+    }
+
+    /// Adds a sandbox just created (newest), without relisting the pod.
+    pub async fn add_sandbox(&mut self, cri: &CriClient, id: &str) -> Result<(), CriError> {
+        let status = cri.pod_sandbox_status(id).await?;
+        let ips = status
+            .network
+            .map(|n| {
+                Some(n.ip)
+                    .filter(|ip| !ip.is_empty())
+                    .into_iter()
+                    .chain(n.additional_ips.into_iter().map(|p| p.ip))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for older in &mut self.sandboxes {
+            older.ready = false;
+        }
+        self.sandboxes.insert(
+            0,
+            Sandbox {
+                id: id.to_string(),
+                ready: status.state == api::PodSandboxState::SandboxReady as i32,
+                attempt: status.metadata.map_or(0, |m| m.attempt),
+                created_at: status.created_at,
+                ips,
+            },
+        );
+        Ok(())
+    }
+
+    /// Re-reads the status of containers `ids` (just created or started) in place.
+    pub async fn refresh_containers(
+        &mut self,
+        cri: &CriClient,
+        ids: &[String],
+    ) -> Result<(), CriError> {
+        for id in ids {
+            let status = match cri.container_status(id).await {
+                Ok(status) => status,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
+            };
+            self.containers.retain(|c| &c.id != id);
+            self.containers.push(status);
+        }
+        if !ids.is_empty() {
+            self.sort_containers();
+        }
+        Ok(())
+    }
+
+    fn sort_containers(&mut self) {
+        self.containers.sort_by(|a, b| {
             attempt(b)
                 .cmp(&attempt(a))
                 .then(b.created_at.cmp(&a.created_at))
         });
-        Ok(Self {
-            sandboxes,
-            containers,
-        })
     }
 
     /// The newest sandbox, which is the pod's current one.

@@ -166,8 +166,8 @@ pub async fn run_static_source(
         tokio::select! {
             event = events_rx.recv() => {
                 if event.is_none() { return; }
-                // Editors write in several steps: let them settle, then scan once.
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                // Writers often emit several events per change: take the burst, scan once.
+                tokio::time::sleep(Duration::from_millis(2)).await;
                 while events_rx.try_recv().is_ok() {}
             }
             _ = tokio::time::sleep(rescan_period) => {}
@@ -181,7 +181,8 @@ fn watch_directory(
 ) -> Option<notify::RecommendedWatcher> {
     let dir = if path.is_file() { path.parent()? } else { path };
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Reading the manifests is itself an (access) event: only changes trigger a scan.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
             let _ = events.send(());
         }
     })

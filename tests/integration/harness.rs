@@ -49,6 +49,8 @@ impl Default for NodeOptions {
 
 pub struct Node {
     pub name: String,
+    /// How often `wait_for` polls (50 ms; benchmarks poll faster).
+    pub poll: Duration,
     pub dir: tempfile::TempDir,
     pub manifests: PathBuf,
     pub port: u16,
@@ -99,6 +101,7 @@ impl Node {
         };
         let mut node = Node {
             name: name.to_string(),
+            poll: Duration::from_millis(50),
             dir,
             manifests,
             port,
@@ -143,6 +146,11 @@ impl Node {
         {
             panic!("wasmlet exited with {status}\n{}", self.log_tail());
         }
+    }
+
+    /// The wasmlet process ID.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -234,7 +242,7 @@ impl Node {
                 self.log_tail(),
                 self.try_get("/pods").unwrap_or_default()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(self.poll);
         }
     }
 

@@ -25,9 +25,11 @@ fn kill_9_and_restart_adopts_running_pods() {
     assert_eq!(steady_sandbox.len(), 1);
     assert_eq!(steady_container.len(), 1);
 
+    let first_pid = node.pid();
     node.kill();
     node.restart();
     node.assert_running();
+    assert_ne!(node.pid(), first_pid, "a new wasmlet process");
 
     let steady = node.wait_phase("steady", "Running", Duration::from_secs(30));
     let status = container_status(&steady, "main");
