@@ -13,6 +13,7 @@ ROOT_DIR=${WASMLET_ROOT_DIR:-/var/lib/wasmlet}
 
 scripts/setup-node.sh >/dev/null
 command -v cargo >/dev/null || { echo "run-node: cargo not found (install Rust with rustup)" >&2; exit 1; }
+scripts/build-plugins.sh
 cargo build --release --bin wasmlet
 echo "run-node: wasmlet on $CONFIG; try: curl -s localhost:10255/pods | python3 -m json.tool" >&2
 exec target/release/wasmlet run --config "$CONFIG" --root-dir "$ROOT_DIR" "$@"

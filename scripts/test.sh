@@ -12,8 +12,15 @@ scripts/setup-node.sh >/dev/null
 step "proto check against containerd's embedded descriptors"
 python3 scripts/check-proto.py
 
+step "plugins: wasm32-wasip2 components (plugins/, tests/guests/)"
+scripts/build-plugins.sh
+
+step "plugins: native unit tests of the SDK and the policies"
+cargo test --release --manifest-path plugins/Cargo.toml
+
 step "cargo fmt"
 cargo fmt --all -- --check
+cargo fmt --all --manifest-path plugins/Cargo.toml -- --check
 
 step "cargo clippy"
 cargo clippy --release --all-targets -- -D warnings

@@ -6,6 +6,7 @@ use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
 use crate::health::Health;
 use crate::pleg::{self, Pleg, PlegConfig};
+use crate::plugin::{PluginEngine, PluginRegistry};
 use crate::pod_worker::NodeRuntime;
 use crate::server::{self, ServerState};
 use crate::source::{self, SourceSnapshot};
@@ -37,6 +38,8 @@ pub enum StartError {
     },
     #[error(transparent)]
     Runtime(#[from] CriError),
+    #[error("cannot start the plugin engine: {0}")]
+    Plugins(String),
     #[error("cannot install the signal handler: {0}")]
     Signal(#[source] std::io::Error),
 }
@@ -81,11 +84,23 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let health = Arc::new(Health::new(syncloop_threshold, PLEG_THRESHOLD));
     let (source_tx, source_rx) = watch::channel(Arc::new(SourceSnapshot::default()));
 
+    // Plugins compile off the async executor; a bad plugin never stops the node.
+    let cache_dir = config.root_dir.join("plugin-cache");
+    let plugin_config = config.wasmlet.plugin_config.clone().map(PathBuf::from);
+    let plugins = tokio::task::spawn_blocking(move || {
+        PluginEngine::new(Some(cache_dir)).map(|engine| PluginRegistry::new(engine, plugin_config))
+    })
+    .await
+    .map_err(|e| StartError::Plugins(e.to_string()))?
+    .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
+    let _plugin_watcher = plugins.watch();
+
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
         source: source_rx.clone(),
         pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
+        plugins,
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet

@@ -79,16 +79,19 @@ impl NodeConfig {
         file: Option<&Path>,
         overrides: &Overrides,
     ) -> Result<(Self, Vec<ConfigWarning>), ConfigError> {
-        let (mut kubelet, wasmlet, warnings) = match file {
+        let (mut kubelet, mut wasmlet, warnings) = match file {
             Some(path) => parse_file(path)?,
             None => Default::default(),
         };
         // As upstream, a relative path in the file is relative to the file's directory.
-        if let (Some(static_path), Some(dir)) =
-            (&kubelet.static_pod_path, file.and_then(Path::parent))
-        {
-            if Path::new(static_path).is_relative() {
-                kubelet.static_pod_path = Some(dir.join(static_path).display().to_string());
+        if let Some(dir) = file.and_then(Path::parent) {
+            for path in [&mut kubelet.static_pod_path, &mut wasmlet.plugin_config]
+                .into_iter()
+                .flatten()
+            {
+                if Path::new(path.as_str()).is_relative() {
+                    *path = dir.join(path.as_str()).display().to_string();
+                }
             }
         }
         if let Some(endpoint) = &overrides.container_runtime_endpoint {

@@ -11,6 +11,7 @@ pub mod cri;
 pub mod health;
 pub mod logs;
 pub mod pleg;
+pub mod plugin;
 pub mod pod_worker;
 pub mod resources;
 pub mod runtime_status;

@@ -22,6 +22,11 @@ enum Command {
     Run(RunArgs),
     /// Print the version.
     Version,
+    /// Tools for plugin authors.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
     /// Show the pods of a running node (from its read-only port).
     Get {
         /// Only `pods` is known.
@@ -55,6 +60,33 @@ enum Command {
         timestamps: bool,
         #[command(flatten)]
         server: ServerArg,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Check that a component implements a plugin world and configures and self-checks
+    /// within its limits.
+    Validate {
+        file: PathBuf,
+        /// eviction-policy, gc-strategy, probe-handler or lifecycle-hooks (detected if unset).
+        #[arg(long)]
+        world: Option<String>,
+        /// The JSON passed to configure.
+        #[arg(long, default_value = "{}")]
+        config: String,
+        #[arg(long, default_value_t = 50)]
+        deadline_ms: u64,
+        #[arg(long, default_value_t = 32)]
+        memory_mib: u64,
+    },
+    /// Run one decision on a snapshot file and print it beside the built-in default's.
+    Test {
+        file: PathBuf,
+        #[arg(long)]
+        fixture: PathBuf,
+        #[arg(long, default_value = "{}")]
+        config: String,
     },
 }
 
@@ -106,6 +138,47 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Version => {
             println!("wasmlet {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Validate {
+                    file,
+                    world,
+                    config,
+                    deadline_ms,
+                    memory_mib,
+                },
+        } => {
+            let world = world
+                .map(|w| {
+                    wasmlet::plugin::World::ALL
+                        .into_iter()
+                        .find(|known| known.as_str() == w)
+                        .ok_or_else(|| anyhow::anyhow!("--world: unknown world {w:?}"))
+                })
+                .transpose()?;
+            let limits = wasmlet::plugin::config::Limits {
+                deadline_ms,
+                memory_mib,
+                fuel: None,
+            };
+            println!(
+                "{}",
+                wasmlet::plugin::tool::validate(&file, world, &config, limits)?
+            );
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Test {
+                    file,
+                    fixture,
+                    config,
+                },
+        } => {
+            let result = wasmlet::plugin::tool::test(&file, &fixture, &config)?;
+            println!("{}", serde_json::to_string_pretty(&result)?);
             Ok(())
         }
         Command::Get { server, .. } => {

@@ -23,6 +23,12 @@ pub struct ServerState {
     pub health: Arc<Health>,
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
     pub pod_logs_dir: std::path::PathBuf,
+    pub plugins: Arc<crate::plugin::PluginRegistry>,
+}
+
+/// Each configured plugin: world, serving version, state, counters, latency, last rejection.
+async fn plugins(State(state): State<ServerState>) -> Json<serde_json::Value> {
+    Json(state.plugins.report())
 }
 
 async fn pods(State(state): State<ServerState>) -> Json<k8s_openapi::List<Pod>> {
@@ -153,6 +159,7 @@ pub fn read_only_router(state: ServerState) -> Router {
         .route("/pods", get(pods))
         .route("/healthz", get(healthz))
         .route("/manifests", get(manifests))
+        .route("/plugins", get(plugins))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),

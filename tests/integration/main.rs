@@ -7,6 +7,7 @@ mod events;
 mod images;
 mod logs;
 mod manifests;
+mod plugins_api;
 mod pods;
 mod restart_safety;
 mod restarts;

@@ -15,6 +15,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "housekeepingPeriod",
     "containerRestartBackOff",
     "imagePullBackOff",
+    "pluginConfig",
 ];
 
 /// wasmlet's own settings, the second document of the config file.
@@ -37,6 +38,9 @@ pub struct WasmletConfiguration {
     pub container_restart_back_off: BackOffConfig,
     /// ImagePullBackOff (upstream: 10s doubling to 5m).
     pub image_pull_back_off: BackOffConfig,
+    /// The PluginConfiguration file (relative to this config file); unset: built-in
+    /// defaults decide everything.
+    pub plugin_config: Option<String>,
 }
 
 /// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
@@ -70,6 +74,7 @@ impl Default for WasmletConfiguration {
             housekeeping_period: Duration::from_secs(2),
             container_restart_back_off: BackOffConfig::UPSTREAM,
             image_pull_back_off: BackOffConfig::UPSTREAM,
+            plugin_config: None,
         }
     }
 }

@@ -1,0 +1,168 @@
+//! Plugin call costs, each beside its native or cold counterpart in the same run:
+//! `cargo bench --bench plugins` (needs scripts/build-plugins.sh first).
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use wasmlet::plugin::config::{Limits, PluginSpec, World};
+use wasmlet::plugin::engine::sha256_hex;
+use wasmlet::plugin::instance::{LoadedPlugin, WorldBindings};
+use wasmlet::plugin::state::PodMeta;
+use wasmlet::plugin::{EvictionSnapshot, PluginEngine, PluginRegistry};
+use wasmlet_policy_default as policy;
+
+fn wasm(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../plugins/target/wasm32-wasip2/release/{name}.wasm"
+    ));
+    assert!(
+        path.exists(),
+        "{} is not built: run scripts/build-plugins.sh",
+        path.display()
+    );
+    path
+}
+
+fn snapshot(pods: usize) -> EvictionSnapshot {
+    let mut s = EvictionSnapshot {
+        pressure: vec![policy::SignalObservation::new(
+            policy::Signal::MemoryAvailable,
+            50 << 20,
+            8 << 30,
+            100 << 20,
+        )],
+        ..Default::default()
+    };
+    for i in 0..pods {
+        s.pods.push(policy::PodInfo {
+            priority: (i % 3) as i32 * 100,
+            qos: policy::QosClass::Burstable,
+            has_stats: true,
+            memory_request_bytes: ((i % 7) as u64) << 24,
+            memory_usage_bytes: ((i * 37 % 101) as u64) << 22,
+            container_count: 1,
+            ..Default::default()
+        });
+        s.meta.push(PodMeta {
+            namespace: "default".into(),
+            name: format!("pod-{i}"),
+            ..Default::default()
+        });
+    }
+    s.node.pod_count = pods as u32;
+    s
+}
+
+fn registry(dir: &Path, name: &str) -> std::sync::Arc<PluginRegistry> {
+    let config = dir.join("plugins.yaml");
+    std::fs::write(
+        &config,
+        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: eviction-policy\n  path: {}\n", wasm(name).display()),
+    )
+    .unwrap();
+    PluginRegistry::new(
+        PluginEngine::new(Some(dir.join("cache"))).unwrap(),
+        Some(config),
+    )
+}
+
+fn spec(path: PathBuf) -> PluginSpec {
+    PluginSpec {
+        name: "bench".into(),
+        world: World::EvictionPolicy,
+        path,
+        sha256: None,
+        limits: Limits::default(),
+        config_json: "{}".into(),
+    }
+}
+
+fn calls(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = registry(dir.path(), "eviction_default");
+    let version = registry
+        .slot_named("p")
+        .unwrap()
+        .serving()
+        .expect("eviction_default serves");
+    c.bench_function("empty call (self-check)", |b| {
+        b.iter(|| {
+            version
+                .call(Default::default(), None, |store, bindings| match bindings {
+                    WorldBindings::Eviction(e) => e.call_self_check(store),
+                    _ => unreachable!(),
+                })
+                .unwrap()
+        })
+    });
+    let mut group = c.benchmark_group("rank");
+    for pods in [110usize, 1000] {
+        let s = snapshot(pods);
+        group.bench_with_input(BenchmarkId::new("wasm", pods), &s, |b, s| {
+            b.iter(|| black_box(registry.rank(s)))
+        });
+        group.bench_with_input(BenchmarkId::new("native", pods), &s, |b, s| {
+            b.iter(|| black_box(policy::eviction::rank(&s.pressure, &s.pods)))
+        });
+    }
+    group.finish();
+}
+
+fn loading(c: &mut Criterion) {
+    let path = wasm("eviction_default");
+    let bytes = std::fs::read(&path).unwrap();
+    let sha = sha256_hex(&bytes);
+    let cold = PluginEngine::new(None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cached = PluginEngine::new(Some(dir.path().join("cache"))).unwrap();
+    cached.load(&path, &bytes, &sha).unwrap();
+    let mut group = c.benchmark_group("load");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("compile", |b| {
+        b.iter(|| cold.load(&path, &bytes, &sha).unwrap())
+    });
+    group.bench_function("cached load", |b| {
+        b.iter(|| cached.load(&path, &bytes, &sha).unwrap())
+    });
+    let version = LoadedPlugin::load(&cached, &spec(path.clone()), &bytes, &sha).unwrap();
+    group.bench_function("instantiate + configure + self-check", |b| {
+        b.iter(|| version.validate().unwrap())
+    });
+    group.finish();
+
+    // A swap: the file changes, the registry reads, hashes, loads (cached), links,
+    // validates and swaps in the new version.
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.wasm");
+    std::fs::copy(&path, &live).unwrap();
+    let config = dir.path().join("plugins.yaml");
+    std::fs::write(&config, format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: eviction-policy\n  path: {}\n", live.display())).unwrap();
+    let registry = PluginRegistry::new(
+        PluginEngine::new(Some(dir.path().join("cache"))).unwrap(),
+        Some(config),
+    );
+    let versions = [wasm("eviction_batch_first"), path];
+    for v in &versions {
+        std::fs::copy(v, &live).unwrap();
+        registry.reload();
+    }
+    let mut next = 0;
+    let mut group = c.benchmark_group("swap");
+    group.sample_size(20);
+    group.bench_function("reload with a changed component (cached)", |b| {
+        b.iter_batched(
+            || {
+                next = (next + 1) % 2;
+                std::fs::copy(&versions[next], &live).unwrap();
+            },
+            |()| registry.reload(),
+            criterion::BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, calls, loading);
+criterion_main!(benches);

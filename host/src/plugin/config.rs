@@ -1,0 +1,265 @@
+//! The plugin config file (`pluginConfig:` in the WasmletConfiguration): which component
+//! serves which world, with what limits and what `configure` text.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+const API_VERSION: &str = "wasmlet.dev/v1alpha1";
+const KIND: &str = "PluginConfiguration";
+
+/// The four plugin worlds of `wasmlet:plugin@0.1.0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    EvictionPolicy,
+    GcStrategy,
+    ProbeHandler,
+    LifecycleHooks,
+}
+
+impl World {
+    /// The WIT world name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            World::EvictionPolicy => "eviction-policy",
+            World::GcStrategy => "gc-strategy",
+            World::ProbeHandler => "probe-handler",
+            World::LifecycleHooks => "lifecycle-hooks",
+        }
+    }
+
+    pub const ALL: [World; 4] = [
+        World::EvictionPolicy,
+        World::GcStrategy,
+        World::ProbeHandler,
+        World::LifecycleHooks,
+    ];
+}
+
+/// Per-plugin limits; each call runs under all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock deadline of one call, enforced by epoch interruption.
+    #[serde(default = "Limits::default_deadline_ms")]
+    pub deadline_ms: u64,
+    /// Cap on the plugin's linear memory.
+    #[serde(default = "Limits::default_memory_mib", rename = "memoryMiB")]
+    pub memory_mib: u64,
+    /// Optional instruction budget of one call.
+    #[serde(default)]
+    pub fuel: Option<u64>,
+}
+
+impl Limits {
+    fn default_deadline_ms() -> u64 {
+        50
+    }
+    fn default_memory_mib() -> u64 {
+        32
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            deadline_ms: Self::default_deadline_ms(),
+            memory_mib: Self::default_memory_mib(),
+            fuel: None,
+        }
+    }
+}
+
+/// One configured plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginSpec {
+    pub name: String,
+    pub world: World,
+    pub path: PathBuf,
+    /// Optional pin: a component with another hash is refused.
+    pub sha256: Option<String>,
+    pub limits: Limits,
+    /// The `config:` value as JSON text, passed to `configure`.
+    pub config_json: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawSpec {
+    name: String,
+    world: World,
+    path: PathBuf,
+    #[serde(default)]
+    sha256: Option<String>,
+    #[serde(default)]
+    limits: Option<Limits>,
+    #[serde(default)]
+    config: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawFile {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    plugins: Vec<serde_yaml::Value>,
+}
+
+/// A plugin config that cannot be used; names the file, the plugin and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {place}: {message}")]
+pub struct PluginConfigError {
+    pub file: PathBuf,
+    /// `plugins[2] (eviction-batch-first).limits.deadlineMs`, or `(file)`.
+    pub place: String,
+    pub message: String,
+}
+
+/// Parses the plugin config file. Relative `path`s are relative to the file's directory.
+pub fn load(file: &Path) -> Result<Vec<PluginSpec>, PluginConfigError> {
+    let error = |place: String, message: String| PluginConfigError {
+        file: file.to_path_buf(),
+        place,
+        message,
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| error("(file)".into(), format!("cannot read: {e}")))?;
+    parse(file, &text)
+}
+
+/// Parses plugin config text; `file` names it in errors and anchors relative paths.
+pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigError> {
+    let error = |place: String, message: String| PluginConfigError {
+        file: file.to_path_buf(),
+        place,
+        message,
+    };
+    let raw: RawFile = serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text))
+        .map_err(|e| error(e.path().to_string(), e.into_inner().to_string()))?;
+    if raw.api_version != API_VERSION || raw.kind != KIND {
+        return Err(error(
+            "apiVersion/kind".into(),
+            format!(
+                "expected {API_VERSION} {KIND}, got {} {}",
+                raw.api_version, raw.kind
+            ),
+        ));
+    }
+    let base = file.parent().unwrap_or(Path::new("."));
+    let mut specs: Vec<PluginSpec> = Vec::new();
+    for (index, value) in raw.plugins.into_iter().enumerate() {
+        let name = value
+            .get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let place = |field: &str| {
+            let field = if field.is_empty() || field == "." {
+                String::new()
+            } else {
+                format!(".{field}")
+            };
+            format!("plugins[{index}] ({name}){field}")
+        };
+        let spec: RawSpec = serde_path_to_error::deserialize(value)
+            .map_err(|e| error(place(&e.path().to_string()), e.into_inner().to_string()))?;
+        if spec.name.is_empty() || !crate::config::is_dns_subdomain(&spec.name) {
+            return Err(error(place("name"), "must be a lowercase DNS name".into()));
+        }
+        if specs.iter().any(|s| s.name == spec.name) {
+            return Err(error(
+                place("name"),
+                format!("duplicate plugin name {:?}", spec.name),
+            ));
+        }
+        let limits = spec.limits.unwrap_or_default();
+        if limits.deadline_ms == 0 || limits.deadline_ms > 60_000 {
+            return Err(error(
+                place("limits.deadlineMs"),
+                "must be between 1 and 60000".into(),
+            ));
+        }
+        if limits.memory_mib == 0 || limits.memory_mib > 4096 {
+            return Err(error(
+                place("limits.memoryMiB"),
+                "must be between 1 and 4096".into(),
+            ));
+        }
+        if let Some(pin) = &spec.sha256 {
+            if pin.len() != 64 || !pin.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(error(place("sha256"), "must be 64 hex digits".into()));
+            }
+        }
+        let path = if spec.path.is_relative() {
+            base.join(&spec.path)
+        } else {
+            spec.path
+        };
+        specs.push(PluginSpec {
+            name: spec.name,
+            world: spec.world,
+            path,
+            sha256: spec.sha256.map(|s| s.to_lowercase()),
+            limits,
+            config_json: spec
+                .config
+                .map_or_else(|| "{}".to_string(), |v| v.to_string()),
+        });
+    }
+    Ok(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/etc/wasmlet/plugins.yaml";
+
+    #[test]
+    fn parses_the_documented_shape() {
+        let specs = parse(
+            Path::new(FILE),
+            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
+             - name: eviction-batch-first\n  world: eviction-policy\n  path: eviction_batch_first.wasm\n\
+               limits: {deadlineMs: 20, memoryMiB: 16}\n  config: {protectNamespaces: [kube-system]}\n",
+        )
+        .unwrap();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].world, World::EvictionPolicy);
+        assert_eq!(
+            specs[0].path,
+            Path::new("/etc/wasmlet/eviction_batch_first.wasm")
+        );
+        assert_eq!(
+            specs[0].limits,
+            Limits {
+                deadline_ms: 20,
+                memory_mib: 16,
+                fuel: None
+            }
+        );
+        assert_eq!(
+            specs[0].config_json,
+            r#"{"protectNamespaces":["kube-system"]}"#
+        );
+    }
+
+    #[test]
+    fn errors_name_the_plugin_and_field() {
+        let err = parse(
+            Path::new(FILE),
+            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
+             - name: ok\n  world: gc-strategy\n  path: a.wasm\n\
+             - name: bad\n  world: eviction-policy\n  path: b.wasm\n  limits: {deadlineMs: 0}\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.place, "plugins[1] (bad).limits.deadlineMs");
+        let err = parse(
+            Path::new(FILE),
+            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: w\n  world: weather\n  path: a.wasm\n",
+        )
+        .unwrap_err();
+        assert!(err.place.starts_with("plugins[0] (w).world"), "{err}");
+    }
+}

@@ -1,0 +1,257 @@
+//! The decisions plugins make, each with the host's checks and its fallback: a plugin
+//! proposes, the host disposes. Eviction and GC fall back to the built-in copy of the default
+//! policy (`wasmlet-policy-default`, the same source as the default plugins); a faulty probe
+//! plugin fails its probe with the reason; a faulty admission plugin admits (fail open).
+//! These functions block (they run Wasm): call them off the async executor.
+
+use super::bindings::{convert, types};
+use super::config::World;
+use super::instance::{Fault, WorldBindings};
+use super::registry::{PluginRegistry, PluginSlot};
+use super::state::{CallMeta, PodMeta, PodScope};
+use std::collections::HashSet;
+use std::time::Instant;
+use wasmlet_policy_default as policy;
+
+/// Who made a decision, for logs and the eviction decision log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum DecidedBy {
+    Plugin { name: String, sha256: String },
+    BuiltIn { reason: String },
+}
+
+/// An ordered answer (pods to evict, images or containers to remove) and who gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub order: Vec<u32>,
+    pub decided_by: DecidedBy,
+}
+
+/// Rejects an answer with an index out of range or listed twice.
+fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
+    let mut seen = HashSet::new();
+    for &index in answer {
+        if index as usize >= len {
+            return Err(Fault::Rejected(format!(
+                "index {index} is out of range (there are {len})"
+            )));
+        }
+        if !seen.insert(index) {
+            return Err(Fault::Rejected(format!("index {index} is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// Runs `call` on the slot's serving version, records the outcome, and returns the answer
+/// or why the built-in default must decide.
+fn ask<R>(
+    slot: Option<std::sync::Arc<PluginSlot>>,
+    meta: CallMeta,
+    scope: Option<PodScope>,
+    call: impl FnOnce(
+        &mut wasmtime::Store<super::state::HostState>,
+        &WorldBindings,
+    ) -> wasmtime::Result<Result<R, String>>,
+    check: impl FnOnce(&R) -> Result<(), Fault>,
+) -> Result<(R, DecidedBy), String> {
+    let Some(slot) = slot else {
+        return Err("no plugin configured".into());
+    };
+    let Some(version) = slot.serving() else {
+        return Err(format!("plugin {} is not serving", slot.name));
+    };
+    let started = Instant::now();
+    let result = version
+        .call(meta, scope, call)
+        .and_then(|answer| answer.map_err(Fault::Error));
+    let result = result.and_then(|answer| check(&answer).map(|()| answer));
+    slot.record(&version, started.elapsed(), result.as_ref().err());
+    match result {
+        Ok(answer) => Ok((
+            answer,
+            DecidedBy::Plugin {
+                name: slot.name.clone(),
+                sha256: version.sha256.clone(),
+            },
+        )),
+        Err(fault) => Err(format!("plugin {} {fault}", slot.name)),
+    }
+}
+
+fn wrong_world() -> wasmtime::Error {
+    wasmtime::Error::msg("plugin bound to another world")
+}
+
+/// The input of an eviction ranking.
+#[derive(Debug, Clone, Default)]
+pub struct EvictionSnapshot {
+    pub node: policy::NodeInfo,
+    pub pressure: Vec<policy::SignalObservation>,
+    pub pods: Vec<policy::PodInfo>,
+    pub meta: Vec<PodMeta>,
+}
+
+impl PluginRegistry {
+    /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
+    pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
+        let node = convert::node(&snapshot.node);
+        let pressure: Vec<types::SignalObservation> =
+            snapshot.pressure.iter().map(convert::observation).collect();
+        let pods: Vec<types::PodInfo> = snapshot.pods.iter().map(convert::pod).collect();
+        let meta = CallMeta {
+            pods: snapshot.meta.clone(),
+            image_tags: Vec::new(),
+        };
+        let answer = ask(
+            self.slot(World::EvictionPolicy),
+            meta,
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
+                _ => Err(wrong_world()),
+            },
+            |order| check_indices(order, snapshot.pods.len()),
+        );
+        match answer {
+            Ok((order, decided_by)) => Decision {
+                // Critical and static pods are never evicted, whatever a plugin says.
+                order: order
+                    .into_iter()
+                    .filter(|&i| snapshot.pods[i as usize].is_evictable())
+                    .collect(),
+                decided_by,
+            },
+            Err(reason) => Decision {
+                order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
+                decided_by: DecidedBy::BuiltIn { reason },
+            },
+        }
+    }
+
+    /// Plans image removals: indices into `images`, in order.
+    pub fn plan_images(
+        &self,
+        disk: &policy::DiskInfo,
+        images: &[policy::ImageInfo],
+        tags: Vec<Vec<String>>,
+        now_ms: u64,
+    ) -> Decision {
+        let wasm_disk = convert::disk(disk);
+        let wasm_images: Vec<types::ImageInfo> = images.iter().map(convert::image).collect();
+        let meta = CallMeta {
+            pods: Vec::new(),
+            image_tags: tags,
+        };
+        let answer = ask(
+            self.slot(World::GcStrategy),
+            meta,
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Gc(b) => b.call_plan_images(store, wasm_disk, &wasm_images),
+                _ => Err(wrong_world()),
+            },
+            |order| {
+                check_indices(order, images.len())?;
+                match order
+                    .iter()
+                    .find(|&&i| images[i as usize].in_use || images[i as usize].pinned)
+                {
+                    Some(i) => Err(Fault::Rejected(format!("image {i} is in use or pinned"))),
+                    None => Ok(()),
+                }
+            },
+        );
+        match answer {
+            Ok((order, decided_by)) => Decision { order, decided_by },
+            Err(reason) => Decision {
+                order: policy::gc::plan_images(disk, images, now_ms),
+                decided_by: DecidedBy::BuiltIn { reason },
+            },
+        }
+    }
+
+    /// Plans dead-container removals: indices into `dead`, in order.
+    pub fn plan_containers(
+        &self,
+        dead: &[policy::DeadContainer],
+        meta: Vec<PodMeta>,
+        gc_policy: &policy::gc::ContainerGcPolicy,
+    ) -> Decision {
+        let wasm_dead: Vec<types::DeadContainer> = dead.iter().map(convert::dead).collect();
+        let answer = ask(
+            self.slot(World::GcStrategy),
+            CallMeta {
+                pods: meta,
+                image_tags: Vec::new(),
+            },
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Gc(b) => b.call_plan_containers(store, &wasm_dead),
+                _ => Err(wrong_world()),
+            },
+            |order| check_indices(order, dead.len()),
+        );
+        match answer {
+            Ok((order, decided_by)) => Decision { order, decided_by },
+            Err(reason) => Decision {
+                order: policy::gc::plan_containers(dead, gc_policy),
+                decided_by: DecidedBy::BuiltIn { reason },
+            },
+        }
+    }
+
+    /// Runs the named probe plugin; a fault fails the probe with the reason.
+    pub fn probe(
+        &self,
+        plugin: &str,
+        request: &types::ProbeRequest,
+        scope: PodScope,
+    ) -> types::ProbeResult {
+        let answer = ask(
+            self.slot_named(plugin)
+                .filter(|s| s.world == World::ProbeHandler),
+            CallMeta::default(),
+            Some(scope),
+            |store, bindings| match bindings {
+                WorldBindings::Probe(b) => b.call_check(store, request).map(Ok),
+                _ => Err(wrong_world()),
+            },
+            |_| Ok(()),
+        );
+        match answer {
+            Ok((result, _)) => result,
+            Err(reason) => types::ProbeResult {
+                outcome: types::ProbeOutcome::Failure,
+                message: reason,
+            },
+        }
+    }
+
+    /// Asks the admission plugin (if any) whether `pod` may run; a fault admits it.
+    pub fn admit(
+        &self,
+        pod: &types::AdmissionPod,
+        meta: PodMeta,
+    ) -> Result<DecidedBy, (String, DecidedBy)> {
+        let answer = ask(
+            self.slot(World::LifecycleHooks),
+            CallMeta {
+                pods: vec![meta],
+                image_tags: Vec::new(),
+            },
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Hooks(b) => b.call_admit(store, pod).map(Ok),
+                _ => Err(wrong_world()),
+            },
+            |_| Ok(()),
+        );
+        match answer {
+            Ok((Ok(()), by)) => Ok(by),
+            Ok((Err(reason), by)) => Err((reason, by)),
+            Err(reason) => Ok(DecidedBy::BuiltIn { reason }),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The one wasmtime `Engine` every plugin shares, the on-disk cache of compiled components,
+//! and the epoch ticker that turns wall-clock deadlines into interrupts.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine};
+
+/// One epoch tick; deadlines are counted in ticks.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Why a component could not be compiled or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid component: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// The shared engine plus its compile cache.
+#[derive(Clone)]
+pub struct PluginEngine {
+    engine: Engine,
+    cache_dir: Option<PathBuf>,
+    /// Distinguishes cache entries of other wasmtime versions or engine settings.
+    engine_key: String,
+    ticker: Arc<EpochTicker>,
+}
+
+/// Increments the engine's epoch from its own OS thread (a tokio task could be starved by
+/// the very plugin it must interrupt), but only while a call runs: an idle node pays nothing.
+struct EpochTicker {
+    active_calls: AtomicUsize,
+    thread: std::thread::Thread,
+}
+
+/// Keeps the epoch ticking while a plugin call is in progress.
+pub struct CallGuard(Arc<EpochTicker>);
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.0.active_calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The sha256 of a component's bytes, as plugin configs pin it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl PluginEngine {
+    /// An engine for plugins; `cache_dir` keeps compiled components across restarts.
+    pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            // Component-model async is not used: its support costs every call.
+            .concurrency_support(false)
+            .epoch_interruption(true)
+            .consume_fuel(true);
+        let engine = Engine::new(&config)?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_key = format!("{:016x}", hasher.finish());
+        let ticking = engine.weak();
+        let (ticker_tx, ticker_rx) = std::sync::mpsc::channel::<Weak<EpochTicker>>();
+        let thread = std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                let Ok(ticker) = ticker_rx.recv() else { return };
+                loop {
+                    let Some(state) = ticker.upgrade() else {
+                        return;
+                    };
+                    let active = state.active_calls.load(Ordering::Acquire) > 0;
+                    drop(state);
+                    if !active {
+                        std::thread::park_timeout(Duration::from_secs(1));
+                        continue;
+                    }
+                    std::thread::sleep(EPOCH_TICK);
+                    match ticking.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => return,
+                    }
+                }
+            })
+            .map_err(wasmtime::Error::from)?;
+        let ticker = Arc::new(EpochTicker {
+            active_calls: AtomicUsize::new(0),
+            thread: thread.thread().clone(),
+        });
+        let _ = ticker_tx.send(Arc::downgrade(&ticker));
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir).ok();
+        }
+        Ok(Self {
+            engine,
+            cache_dir,
+            engine_key,
+            ticker,
+        })
+    }
+
+    /// Marks a call in progress until the guard drops, so epoch deadlines fire.
+    pub fn begin_call(&self) -> CallGuard {
+        if self.ticker.active_calls.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.ticker.thread.unpark();
+        }
+        CallGuard(self.ticker.clone())
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn cache_path(&self, sha256: &str) -> Option<PathBuf> {
+        self.cache_dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{sha256}-{}.cwasm", self.engine_key)))
+    }
+
+    /// Compiles `bytes` (read from `path`), or loads this host's earlier compilation of the
+    /// same bytes from the cache.
+    pub fn load(&self, path: &Path, bytes: &[u8], sha256: &str) -> Result<Component, CompileError> {
+        if let Some(cached) = self.cache_path(sha256).filter(|p| p.exists()) {
+            // SAFETY: the cache holds only files this host wrote with `serialize` for this
+            // engine configuration (the file name carries the engine's compatibility hash);
+            // wasmtime checks the header and refuses a mismatched artifact.
+            match unsafe { Component::deserialize_file(&self.engine, &cached) } {
+                Ok(component) => return Ok(component),
+                Err(error) => {
+                    tracing::warn!(cache = %cached.display(), %error, "ignoring unusable compile cache entry")
+                }
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| CompileError::Invalid {
+            path: path.to_path_buf(),
+            message: format!("{e:#}"),
+        })?;
+        if let Some(cached) = self.cache_path(sha256) {
+            match component.serialize() {
+                Ok(artifact) => {
+                    let tmp = cached.with_extension("tmp");
+                    if std::fs::write(&tmp, artifact)
+                        .and_then(|()| std::fs::rename(&tmp, &cached))
+                        .is_err()
+                    {
+                        tracing::warn!(cache = %cached.display(), "cannot write the compile cache");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot serialize a compiled component"),
+            }
+        }
+        Ok(component)
+    }
+
+    /// Reads and loads a component file.
+    pub fn load_file(&self, path: &Path) -> Result<(Component, String), CompileError> {
+        let bytes = std::fs::read(path).map_err(|source| CompileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let sha256 = sha256_hex(&bytes);
+        Ok((self.load(path, &bytes, &sha256)?, sha256))
+    }
+}

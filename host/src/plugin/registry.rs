@@ -1,0 +1,351 @@
+//! The plugin registry: the configured plugins, the version of each that serves now, their
+//! counters, and hot swap. A change to the plugin config or to a `.wasm` file is compiled and
+//! validated off the hot path, then swapped in atomically; calls in flight finish on the old
+//! version; a version that fails validation never replaces a working one.
+
+use super::config::{self, PluginSpec, World};
+use super::engine::{sha256_hex, PluginEngine};
+use super::instance::{Fault, LoadedPlugin};
+use arc_swap::ArcSwapOption;
+use notify::{RecursiveMode, Watcher};
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tracing::{error, info, warn};
+
+/// Consecutive faults after which a plugin is put in the failed state (the built-in default
+/// serves until a new version or config is loaded).
+pub const FAULTS_TO_FAIL: u32 = 5;
+const LATENCY_SAMPLES: usize = 1024;
+
+/// What an operator sees of a plugin's health.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PluginState {
+    /// Serving its decisions.
+    Serving,
+    /// No version could be loaded yet; the built-in default serves.
+    NotLoaded,
+    /// Faulted repeatedly; the built-in default serves until a new version loads.
+    Failed,
+}
+
+/// A version refused at load or validation.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rejected {
+    pub sha256: String,
+    pub reason: String,
+    pub at: String,
+}
+
+#[derive(Debug)]
+struct Stats {
+    state: PluginState,
+    calls: u64,
+    faults: u64,
+    consecutive_faults: u32,
+    swaps: u64,
+    last_fault: Option<String>,
+    last_rejected: Option<Rejected>,
+    latencies: VecDeque<Duration>,
+}
+
+/// One configured plugin and the version serving it.
+pub struct PluginSlot {
+    pub name: String,
+    pub world: World,
+    spec: Mutex<PluginSpec>,
+    current: ArcSwapOption<LoadedPlugin>,
+    stats: Mutex<Stats>,
+}
+
+fn rfc3339(at: SystemTime) -> String {
+    crate::status::api_time(at).0.to_string()
+}
+
+impl PluginSlot {
+    fn new(spec: PluginSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            world: spec.world,
+            spec: Mutex::new(spec),
+            current: ArcSwapOption::empty(),
+            stats: Mutex::new(Stats {
+                state: PluginState::NotLoaded,
+                calls: 0,
+                faults: 0,
+                consecutive_faults: 0,
+                swaps: 0,
+                last_fault: None,
+                last_rejected: None,
+                latencies: VecDeque::with_capacity(LATENCY_SAMPLES),
+            }),
+        }
+    }
+
+    fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The version to call now, unless the plugin is not loaded or has failed.
+    pub fn serving(&self) -> Option<Arc<LoadedPlugin>> {
+        if self.stats().state != PluginState::Serving {
+            return None;
+        }
+        self.current.load_full()
+    }
+
+    /// Records a call's outcome (and its latency) against the version that served it.
+    pub fn record(&self, version: &LoadedPlugin, elapsed: Duration, fault: Option<&Fault>) {
+        let mut stats = self.stats();
+        stats.calls += 1;
+        if stats.latencies.len() == LATENCY_SAMPLES {
+            stats.latencies.pop_front();
+        }
+        stats.latencies.push_back(elapsed);
+        match fault {
+            None => stats.consecutive_faults = 0,
+            Some(fault) => {
+                stats.faults += 1;
+                stats.consecutive_faults += 1;
+                stats.last_fault = Some(format!("{}: {fault}", rfc3339(SystemTime::now())));
+                warn!(plugin = %self.name, sha256 = %version.sha256, %fault, "plugin fault; the built-in default decides");
+                if stats.consecutive_faults >= FAULTS_TO_FAIL && stats.state == PluginState::Serving
+                {
+                    stats.state = PluginState::Failed;
+                    error!(plugin = %self.name, faults = stats.consecutive_faults, "plugin failed; the built-in default serves until a new version loads");
+                }
+            }
+        }
+    }
+
+    fn reject(&self, sha256: &str, reason: String) {
+        warn!(plugin = %self.name, %sha256, %reason, "plugin version rejected; the serving version stays");
+        self.stats().last_rejected = Some(Rejected {
+            sha256: sha256.to_string(),
+            reason,
+            at: rfc3339(SystemTime::now()),
+        });
+    }
+
+    fn install(&self, version: LoadedPlugin) {
+        let old = self.current.swap(Some(Arc::new(version)));
+        let new = self.current.load();
+        let new_sha = new.as_ref().map(|v| v.sha256.as_str()).unwrap_or("");
+        info!(plugin = %self.name, old_sha256 = old.as_ref().map(|v| v.sha256.as_str()).unwrap_or("none"), new_sha256 = new_sha, "plugin swapped in");
+        let mut stats = self.stats();
+        stats.state = PluginState::Serving;
+        stats.consecutive_faults = 0;
+        stats.swaps += 1;
+    }
+
+    /// The `/plugins` entry.
+    pub fn report(&self) -> serde_json::Value {
+        let current = self.current.load_full();
+        let stats = self.stats();
+        let mut sorted: Vec<Duration> = stats.latencies.iter().copied().collect();
+        sorted.sort();
+        let percentile = |p: f64| {
+            sorted
+                .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+                .map(|d| d.as_secs_f64() * 1e6)
+        };
+        let spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
+        serde_json::json!({
+            "name": self.name,
+            "world": self.world.as_str(),
+            "path": spec.path,
+            "sha256": current.as_ref().map(|v| v.sha256.clone()),
+            "state": stats.state,
+            "loadedAt": current.as_ref().map(|v| rfc3339(v.loaded_at)),
+            "calls": stats.calls,
+            "faults": stats.faults,
+            "consecutiveFaults": stats.consecutive_faults,
+            "swaps": stats.swaps,
+            "latencyMicros": {"p50": percentile(0.5), "p90": percentile(0.9), "p99": percentile(0.99)},
+            "limits": {"deadlineMs": spec.limits.deadline_ms, "memoryMiB": spec.limits.memory_mib, "fuel": spec.limits.fuel},
+            "lastFault": stats.last_fault,
+            "lastRejected": stats.last_rejected,
+        })
+    }
+}
+
+/// All configured plugins.
+pub struct PluginRegistry {
+    engine: PluginEngine,
+    config_file: Option<PathBuf>,
+    slots: arc_swap::ArcSwap<Vec<Arc<PluginSlot>>>,
+    config_error: Mutex<Option<String>>,
+    reload_lock: Mutex<()>,
+}
+
+impl PluginRegistry {
+    /// A registry serving `config_file` (none: every world uses its built-in default).
+    pub fn new(engine: PluginEngine, config_file: Option<PathBuf>) -> Arc<Self> {
+        let registry = Arc::new(Self {
+            engine,
+            config_file,
+            slots: arc_swap::ArcSwap::from_pointee(Vec::new()),
+            config_error: Mutex::new(None),
+            reload_lock: Mutex::new(()),
+        });
+        registry.reload();
+        registry
+    }
+
+    pub fn engine(&self) -> &PluginEngine {
+        &self.engine
+    }
+
+    /// The first plugin configured for `world`.
+    pub fn slot(&self, world: World) -> Option<Arc<PluginSlot>> {
+        self.slots.load().iter().find(|s| s.world == world).cloned()
+    }
+
+    /// The plugin named `name`.
+    pub fn slot_named(&self, name: &str) -> Option<Arc<PluginSlot>> {
+        self.slots.load().iter().find(|s| s.name == name).cloned()
+    }
+
+    /// Re-reads the config and every `.wasm`; loads, validates and swaps in what changed.
+    /// Blocking (it compiles): call it off the async executor.
+    pub fn reload(&self) {
+        let _one_at_a_time = self.reload_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(file) = &self.config_file else {
+            return;
+        };
+        let specs = match config::load(file) {
+            Ok(specs) => {
+                *self.config_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                specs
+            }
+            Err(problem) => {
+                error!(error = %problem, "plugin config rejected; the plugins loaded before keep serving");
+                *self.config_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(problem.to_string());
+                return;
+            }
+        };
+        let old = self.slots.load_full();
+        let mut slots = Vec::new();
+        for spec in specs {
+            let slot = match old
+                .iter()
+                .find(|s| s.name == spec.name && s.world == spec.world)
+            {
+                Some(existing) => existing.clone(),
+                None => Arc::new(PluginSlot::new(spec.clone())),
+            };
+            self.refresh(&slot, spec);
+            slots.push(slot);
+        }
+        self.slots.store(Arc::new(slots));
+    }
+
+    fn refresh(&self, slot: &PluginSlot, spec: PluginSpec) {
+        let bytes = match std::fs::read(&spec.path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                slot.reject("", format!("cannot read {}: {e}", spec.path.display()));
+                *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec;
+                return;
+            }
+        };
+        let sha256 = sha256_hex(&bytes);
+        let current = slot.current.load_full();
+        let unchanged = current
+            .as_ref()
+            .is_some_and(|v| v.sha256 == sha256 && v.spec == spec);
+        let already_rejected = slot
+            .stats()
+            .last_rejected
+            .as_ref()
+            .is_some_and(|r| r.sha256 == sha256)
+            && *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) == spec;
+        *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec.clone();
+        if unchanged || already_rejected {
+            return;
+        }
+        if let Some(pin) = &spec.sha256 {
+            if *pin != sha256 {
+                slot.reject(
+                    &sha256,
+                    format!("sha256 {sha256} does not match the pinned {pin}"),
+                );
+                return;
+            }
+        }
+        let started = Instant::now();
+        let version = match LoadedPlugin::load(&self.engine, &spec, &bytes, &sha256) {
+            Ok(version) => version,
+            Err(reason) => return slot.reject(&sha256, reason),
+        };
+        if let Err(fault) = version.validate() {
+            return slot.reject(&sha256, format!("validation failed: {fault}"));
+        }
+        info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");
+        slot.install(version);
+    }
+
+    /// The `/plugins` document.
+    pub fn report(&self) -> serde_json::Value {
+        let plugins: Vec<serde_json::Value> =
+            self.slots.load().iter().map(|s| s.report()).collect();
+        serde_json::json!({
+            "configFile": self.config_file,
+            "configError": *self.config_error.lock().unwrap_or_else(|p| p.into_inner()),
+            "plugins": plugins,
+        })
+    }
+
+    /// Watches the config file and the `.wasm` files (their directories, so a file renamed
+    /// over the old one is seen too) and reloads on change, off the async executor.
+    pub fn watch(self: &Arc<Self>) -> Option<notify::RecommendedWatcher> {
+        let file = self.config_file.clone()?;
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+                    let _ = tx.send(());
+                }
+            })
+            .ok()?;
+        let mut dirs: HashSet<PathBuf> = HashSet::new();
+        dirs.insert(parent(&file));
+        for slot in self.slots.load().iter() {
+            dirs.insert(parent(
+                &slot.spec.lock().unwrap_or_else(|p| p.into_inner()).path,
+            ));
+        }
+        for dir in &dirs {
+            if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                warn!(dir = %dir.display(), %error, "cannot watch plugin directory");
+            }
+        }
+        let registry = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("plugin-watch".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    // A copy or an editor emits a burst: let it settle, then reload once.
+                    std::thread::sleep(Duration::from_millis(50));
+                    while rx.try_recv().is_ok() {}
+                    match registry.upgrade() {
+                        Some(registry) => registry.reload(),
+                        None => return,
+                    }
+                }
+            })
+            .ok()?;
+        Some(watcher)
+    }
+}
+
+fn parent(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}

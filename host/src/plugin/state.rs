@@ -1,0 +1,287 @@
+//! What a plugin's store holds, and the host side of its imports: structured logging, the
+//! clock, names and labels of the current call's pods on demand, and capabilities scoped to
+//! one pod for probe and hook plugins.
+
+use super::bindings::eviction::wasmlet::plugin::{host, pod_meta};
+use super::bindings::{hooks, probe, types};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::StoreLimits;
+
+/// Strings of one pod that plugins ask for only when they need them.
+#[derive(Debug, Clone, Default)]
+pub struct PodMeta {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The on-demand strings of the call in progress, by index.
+#[derive(Debug, Clone, Default)]
+pub struct CallMeta {
+    pub pods: Vec<PodMeta>,
+    pub image_tags: Vec<Vec<String>>,
+}
+
+/// Runs a command in one of the scoped pod's containers (CRI ExecSync, in the host).
+pub type ExecFn =
+    Arc<dyn Fn(&str, &[String], Duration) -> Result<types::ExecOutput, String> + Send + Sync>;
+
+/// What a probe or hook plugin may reach: the one pod it serves, until its deadline.
+#[derive(Clone)]
+pub struct PodScope {
+    pub pod_ip: String,
+    /// Declared container ports; `tcp-connect` is limited to them when any are declared.
+    pub ports: Vec<u16>,
+    pub containers: Vec<String>,
+    pub deadline: Instant,
+    pub exec: Option<ExecFn>,
+}
+
+/// The data of a plugin's store.
+pub struct HostState {
+    pub plugin: Arc<str>,
+    pub limits: StoreLimits,
+    pub meta: CallMeta,
+    pub scope: Option<PodScope>,
+    /// Log events left for this call (a chatty plugin is cut off, not failed).
+    pub log_budget: u32,
+}
+
+/// Log events a plugin may emit per call.
+pub const LOG_BUDGET: u32 = 64;
+const MAX_LOG_BYTES: usize = 2048;
+const MAX_BODY_BYTES: u64 = 1 << 20;
+
+impl HostState {
+    pub fn new(plugin: Arc<str>, limits: StoreLimits) -> Self {
+        Self {
+            plugin,
+            limits,
+            meta: CallMeta::default(),
+            scope: None,
+            log_budget: LOG_BUDGET,
+        }
+    }
+
+    fn pod(&self, index: u32) -> Option<&PodMeta> {
+        self.meta.pods.get(index as usize)
+    }
+
+    fn scope(&self) -> Result<&PodScope, String> {
+        self.scope
+            .as_ref()
+            .ok_or_else(|| "no pod is in scope for this call".to_string())
+    }
+
+    fn remaining(&self, requested_ms: u32) -> Result<Duration, String> {
+        let scope = self.scope()?;
+        let left = scope.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("the call's deadline has passed".into());
+        }
+        Ok(left.min(Duration::from_millis(u64::from(requested_ms.max(1)))))
+    }
+
+    fn http_get(
+        &mut self,
+        port: u16,
+        path: String,
+        headers: Vec<(String, String)>,
+        timeout_ms: u32,
+    ) -> Result<types::HttpResponse, String> {
+        let timeout = self.remaining(timeout_ms)?;
+        let scope = self.scope()?;
+        if scope.pod_ip.is_empty() {
+            return Err("the pod has no IP yet".into());
+        }
+        let path = if path.starts_with('/') {
+            path
+        } else {
+            format!("/{path}")
+        };
+        let url = format!("http://{}:{port}{path}", scope.pod_ip);
+        let agent = ureq::AgentBuilder::new()
+            .timeout(timeout)
+            .redirects(0)
+            .build();
+        let mut request = agent.get(&url);
+        for (name, value) in &headers {
+            request = request.set(name, value);
+        }
+        let response = match request.call() {
+            Ok(response) => response,
+            Err(ureq::Error::Status(_, response)) => response,
+            Err(error) => return Err(format!("GET {url}: {error}")),
+        };
+        let status = response.status();
+        let headers = response
+            .headers_names()
+            .into_iter()
+            .filter_map(|name| {
+                response
+                    .header(&name)
+                    .map(|v| (name.clone(), v.to_string()))
+            })
+            .collect();
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(response.into_reader(), MAX_BODY_BYTES),
+            &mut body,
+        )
+        .map_err(|e| format!("GET {url}: reading the body: {e}"))?;
+        Ok(types::HttpResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
+        let timeout = self.remaining(timeout_ms)?;
+        let scope = self.scope()?;
+        if !scope.ports.is_empty() && !scope.ports.contains(&port) {
+            return Err(format!("port {port} is not a port of this pod"));
+        }
+        let addr: std::net::SocketAddr = format!("{}:{port}", scope.pod_ip)
+            .parse()
+            .map_err(|_| format!("the pod IP {:?} is not an address", scope.pod_ip))?;
+        std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map(drop)
+            .map_err(|e| format!("connect {addr}: {e}"))
+    }
+
+    fn exec(
+        &mut self,
+        container: String,
+        command: Vec<String>,
+        timeout_ms: u32,
+    ) -> Result<types::ExecOutput, String> {
+        let timeout = self.remaining(timeout_ms)?;
+        let scope = self.scope()?;
+        if !scope.containers.contains(&container) {
+            return Err(format!("{container:?} is not a container of this pod"));
+        }
+        let exec = scope
+            .exec
+            .clone()
+            .ok_or_else(|| "exec is not available here".to_string())?;
+        exec(&container, &command, timeout)
+    }
+}
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: host::LogLevel, message: String, fields: Vec<(String, String)>) {
+        if self.log_budget == 0 {
+            return;
+        }
+        self.log_budget -= 1;
+        let mut message = message;
+        message.truncate(MAX_LOG_BYTES);
+        let fields: Vec<String> = fields
+            .into_iter()
+            .take(16)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let fields = fields.join(" ");
+        let plugin = &*self.plugin;
+        match level {
+            host::LogLevel::Trace => tracing::trace!(plugin, %fields, "{message}"),
+            host::LogLevel::Debug => tracing::debug!(plugin, %fields, "{message}"),
+            host::LogLevel::Info => tracing::info!(plugin, %fields, "{message}"),
+            host::LogLevel::Warn => tracing::warn!(plugin, %fields, "{message}"),
+            host::LogLevel::Error => tracing::error!(plugin, %fields, "{message}"),
+        }
+    }
+
+    fn now_unix_ms(&mut self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+impl pod_meta::Host for HostState {
+    fn pod_namespace(&mut self, index: u32) -> String {
+        self.pod(index)
+            .map(|p| p.namespace.clone())
+            .unwrap_or_default()
+    }
+    fn pod_name(&mut self, index: u32) -> String {
+        self.pod(index).map(|p| p.name.clone()).unwrap_or_default()
+    }
+    fn pod_uid(&mut self, index: u32) -> String {
+        self.pod(index).map(|p| p.uid.clone()).unwrap_or_default()
+    }
+    fn pod_label(&mut self, index: u32, key: String) -> Option<String> {
+        self.pod(index).and_then(|p| p.labels.get(&key).cloned())
+    }
+    fn pod_annotation(&mut self, index: u32, key: String) -> Option<String> {
+        self.pod(index)
+            .and_then(|p| p.annotations.get(&key).cloned())
+    }
+    fn image_tags(&mut self, index: u32) -> Vec<String> {
+        self.meta
+            .image_tags
+            .get(index as usize)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl probe::wasmlet::plugin::probe_host::Host for HostState {
+    fn http_get(
+        &mut self,
+        port: u16,
+        path: String,
+        headers: Vec<(String, String)>,
+        timeout_ms: u32,
+    ) -> Result<types::HttpResponse, String> {
+        HostState::http_get(self, port, path, headers, timeout_ms)
+    }
+    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
+        HostState::tcp_connect(self, port, timeout_ms)
+    }
+    fn exec(
+        &mut self,
+        container: String,
+        command: Vec<String>,
+        timeout_ms: u32,
+    ) -> Result<types::ExecOutput, String> {
+        HostState::exec(self, container, command, timeout_ms)
+    }
+}
+
+impl hooks::wasmlet::plugin::hook_host::Host for HostState {
+    fn http_get(
+        &mut self,
+        port: u16,
+        path: String,
+        headers: Vec<(String, String)>,
+        timeout_ms: u32,
+    ) -> Result<types::HttpResponse, String> {
+        HostState::http_get(self, port, path, headers, timeout_ms)
+    }
+    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
+        HostState::tcp_connect(self, port, timeout_ms)
+    }
+    fn exec(
+        &mut self,
+        container: String,
+        command: Vec<String>,
+        timeout_ms: u32,
+    ) -> Result<types::ExecOutput, String> {
+        HostState::exec(self, container, command, timeout_ms)
+    }
+    fn sleep(&mut self, ms: u32) {
+        // Never past the call's deadline: the epoch cannot interrupt a host call.
+        if let Ok(wait) = self.remaining(ms) {
+            std::thread::sleep(wait);
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Tools for plugin authors: `wasmlet plugin validate` (does this component fit a world,
+//! configure and self-check under its limits) and `wasmlet plugin test` (run one decision on
+//! a snapshot file and print it beside the built-in default's).
+
+use super::config::{Limits, PluginSpec, World};
+use super::engine::{sha256_hex, PluginEngine};
+use super::instance::{detect_world, LoadedPlugin};
+use super::registry::PluginRegistry;
+use super::state::PodMeta;
+use super::EvictionSnapshot;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use wasmlet_policy_default as policy;
+
+/// Why a tool run failed; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{file}: {message}")]
+    Plugin { file: PathBuf, message: String },
+    #[error("{file}: field `{field}`: {message}")]
+    Fixture {
+        file: PathBuf,
+        field: String,
+        message: String,
+    },
+}
+
+fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError {
+    ToolError::Plugin {
+        file: file.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// Loads `file` for `world` (detected when `None`), then instantiates, configures and
+/// self-checks it under `limits`. Returns a report to print.
+pub fn validate(
+    file: &Path,
+    world: Option<World>,
+    config_json: &str,
+    limits: Limits,
+) -> Result<String, ToolError> {
+    let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
+    let bytes = std::fs::read(file).map_err(|e| plugin_error(file, format!("cannot read: {e}")))?;
+    let sha256 = sha256_hex(&bytes);
+    let started = Instant::now();
+    let component = engine
+        .load(file, &bytes, &sha256)
+        .map_err(|e| plugin_error(file, e.to_string()))?;
+    let compiled = started.elapsed();
+    let world = match world {
+        Some(world) => world,
+        None => detect_world(&engine, &component)
+            .ok_or_else(|| plugin_error(file, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.0"))?,
+    };
+    let spec = PluginSpec {
+        name: "validate".into(),
+        world,
+        path: file.to_path_buf(),
+        sha256: None,
+        limits,
+        config_json: config_json.to_string(),
+    };
+    let plugin =
+        LoadedPlugin::load(&engine, &spec, &bytes, &sha256).map_err(|e| plugin_error(file, e))?;
+    let started = Instant::now();
+    plugin
+        .validate()
+        .map_err(|fault| plugin_error(file, format!("world {}: {fault}", world.as_str())))?;
+    Ok(format!(
+        "{}: ok\n  world: {} (wasmlet:plugin@0.1.0)\n  sha256: {sha256}\n  size: {} bytes, compiled in {:.1} ms\n  \
+         instantiate + configure + self-check: ok in {:.2} ms within deadlineMs {} and memoryMiB {}",
+        file.display(),
+        world.as_str(),
+        bytes.len(),
+        compiled.as_secs_f64() * 1e3,
+        started.elapsed().as_secs_f64() * 1e3,
+        limits.deadline_ms,
+        limits.memory_mib,
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FixturePod {
+    #[serde(default = "default_namespace")]
+    namespace: String,
+    name: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    qos: Option<String>,
+    #[serde(default)]
+    is_static: bool,
+    #[serde(default)]
+    is_critical: bool,
+    #[serde(default = "yes")]
+    has_stats: bool,
+    #[serde(default)]
+    memory_request_bytes: u64,
+    #[serde(default)]
+    memory_usage_bytes: u64,
+    #[serde(default)]
+    disk_request_bytes: u64,
+    #[serde(default)]
+    disk_usage_bytes: u64,
+    #[serde(default)]
+    process_count: u64,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FixtureImage {
+    #[serde(default)]
+    tags: Vec<String>,
+    size_bytes: u64,
+    #[serde(default)]
+    first_seen_unix_ms: u64,
+    #[serde(default)]
+    last_used_unix_ms: u64,
+    #[serde(default)]
+    in_use: bool,
+    #[serde(default)]
+    pinned: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Fixture {
+    /// `memory.available`, `nodefs.available`, `pid.available`... (eviction-policy).
+    #[serde(default)]
+    signal: Option<String>,
+    #[serde(default)]
+    pods: Vec<FixturePod>,
+    /// Bytes to free (gc-strategy).
+    #[serde(default)]
+    bytes_to_free: u64,
+    #[serde(default)]
+    images: Vec<FixtureImage>,
+}
+
+fn signal_named(name: &str) -> Option<policy::Signal> {
+    policy::Signal::ALL.into_iter().find(|s| s.as_str() == name)
+}
+
+fn qos_named(name: Option<&str>) -> Result<policy::QosClass, String> {
+    match name.unwrap_or("BestEffort") {
+        "Guaranteed" => Ok(policy::QosClass::Guaranteed),
+        "Burstable" => Ok(policy::QosClass::Burstable),
+        "BestEffort" => Ok(policy::QosClass::BestEffort),
+        other => Err(format!(
+            "{other:?} is not Guaranteed, Burstable or BestEffort"
+        )),
+    }
+}
+
+/// Runs one decision of the plugin at `file` on the snapshot in `fixture_file`, and the
+/// built-in default on the same snapshot; returns both as JSON.
+pub fn test(
+    file: &Path,
+    fixture_file: &Path,
+    config_json: &str,
+) -> Result<serde_json::Value, ToolError> {
+    let fixture_error = |field: String, message: String| ToolError::Fixture {
+        file: fixture_file.to_path_buf(),
+        field,
+        message,
+    };
+    let text = std::fs::read_to_string(fixture_file)
+        .map_err(|e| fixture_error("(file)".into(), e.to_string()))?;
+    let fixture: Fixture =
+        serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(&text))
+            .map_err(|e| fixture_error(e.path().to_string(), e.into_inner().to_string()))?;
+    let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
+    let (component, _) = engine
+        .load_file(file)
+        .map_err(|e| plugin_error(file, e.to_string()))?;
+    let world = detect_world(&engine, &component)
+        .ok_or_else(|| plugin_error(file, "implements no plugin world"))?;
+    let dir = tempfile_dir().map_err(|e| plugin_error(file, e))?;
+    let config_file = dir.join("plugins.yaml");
+    let config = serde_json::json!({
+        "apiVersion": "wasmlet.dev/v1alpha1",
+        "kind": "PluginConfiguration",
+        "plugins": [{"name": "under-test", "world": world.as_str(), "path": file.canonicalize().unwrap_or(file.to_path_buf()),
+                      "config": serde_json::from_str::<serde_json::Value>(config_json).unwrap_or_default()}],
+    });
+    std::fs::write(&config_file, config.to_string())
+        .map_err(|e| plugin_error(file, e.to_string()))?;
+    let registry = PluginRegistry::new(engine, Some(config_file));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(rejected) = registry.report()["plugins"][0]["lastRejected"].as_object() {
+        return Err(plugin_error(
+            file,
+            rejected["reason"]
+                .as_str()
+                .unwrap_or("rejected")
+                .to_string(),
+        ));
+    }
+    match world {
+        World::EvictionPolicy => {
+            let signal_name = fixture.signal.as_deref().unwrap_or("memory.available");
+            let signal = signal_named(signal_name).ok_or_else(|| {
+                fixture_error("signal".into(), format!("unknown signal {signal_name:?}"))
+            })?;
+            let mut snapshot = EvictionSnapshot {
+                pressure: vec![policy::SignalObservation::new(signal, 0, 0, 0)],
+                ..Default::default()
+            };
+            for (i, pod) in fixture.pods.iter().enumerate() {
+                snapshot.pods.push(policy::PodInfo {
+                    priority: pod.priority,
+                    qos: qos_named(pod.qos.as_deref())
+                        .map_err(|m| fixture_error(format!("pods[{i}].qos"), m))?,
+                    is_static: pod.is_static,
+                    is_critical: pod.is_critical,
+                    has_stats: pod.has_stats,
+                    memory_request_bytes: pod.memory_request_bytes,
+                    memory_usage_bytes: pod.memory_usage_bytes,
+                    disk_request_bytes: pod.disk_request_bytes,
+                    disk_usage_bytes: pod.disk_usage_bytes,
+                    process_count: pod.process_count,
+                    container_count: 1,
+                    ..Default::default()
+                });
+                snapshot.meta.push(PodMeta {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                    uid: format!("fixture-{i}"),
+                    labels: pod.labels.clone(),
+                    annotations: pod.annotations.clone(),
+                });
+            }
+            snapshot.node.pod_count = snapshot.pods.len() as u32;
+            let decision = registry.rank(&snapshot);
+            let names = |order: &[u32]| -> Vec<String> {
+                order
+                    .iter()
+                    .map(|&i| {
+                        format!(
+                            "{}/{}",
+                            fixture.pods[i as usize].namespace, fixture.pods[i as usize].name
+                        )
+                    })
+                    .collect()
+            };
+            Ok(serde_json::json!({
+                "world": world.as_str(),
+                "decidedBy": decision.decided_by,
+                "order": names(&decision.order),
+                "builtInOrder": names(&policy::eviction::rank(&snapshot.pressure, &snapshot.pods)),
+            }))
+        }
+        World::GcStrategy => {
+            let images: Vec<policy::ImageInfo> = fixture
+                .images
+                .iter()
+                .map(|i| policy::ImageInfo {
+                    size_bytes: i.size_bytes,
+                    first_seen_unix_ms: i.first_seen_unix_ms,
+                    last_used_unix_ms: i.last_used_unix_ms,
+                    in_use: i.in_use,
+                    pinned: i.pinned,
+                })
+                .collect();
+            let disk = policy::DiskInfo {
+                bytes_to_free: fixture.bytes_to_free,
+                ..Default::default()
+            };
+            let tags: Vec<Vec<String>> = fixture.images.iter().map(|i| i.tags.clone()).collect();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let decision = registry.plan_images(&disk, &images, tags.clone(), now);
+            let names = |order: &[u32]| -> Vec<String> {
+                order.iter().map(|&i| tags[i as usize].join(",")).collect()
+            };
+            Ok(serde_json::json!({
+                "world": world.as_str(),
+                "decidedBy": decision.decided_by,
+                "order": names(&decision.order),
+                "builtInOrder": names(&policy::gc::plan_images(&disk, &images, now)),
+            }))
+        }
+        other => Err(plugin_error(
+            file,
+            format!(
+                "`plugin test` runs eviction-policy and gc-strategy plugins; this one is {}",
+                other.as_str()
+            ),
+        )),
+    }
+}
+
+fn tempfile_dir() -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("wasmlet-plugin-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
