@@ -61,7 +61,7 @@ pub fn display_status(pod: &Pod) -> String {
         }
         return match reason_of(c) {
             Some(reason) if state.terminated.is_none() => format!("Init:{reason}"),
-            Some(_) => format!("Init:Error"),
+            Some(_) => "Init:Error".to_string(),
             None => format!("Init:{i}/{total}"),
         };
     }

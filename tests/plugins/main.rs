@@ -70,7 +70,7 @@ fn snapshot(rng: &mut Lcg, pods: usize, signal: policy::Signal) -> EvictionSnaps
         ..Default::default()
     };
     for i in 0..pods {
-        let request = rng.next(4) * 64 << 20;
+        let request = (rng.next(4) * 64) << 20;
         snapshot.pods.push(policy::PodInfo {
             priority: [0, 0, 100, 1000, 2_000_000_000][rng.next(5) as usize],
             qos: [
@@ -155,7 +155,10 @@ fn gc_default_plugin_plans_as_the_built_in_copy() {
     ));
     let mut rng = Lcg(11);
     // The plugin reads the host's clock (`now-unix-ms`); the built-in copy is given the same.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     for round in 0..100 {
         let images: Vec<policy::ImageInfo> = (0..1 + rng.next(40))
             .map(|_| policy::ImageInfo {
@@ -602,26 +605,68 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
 #[test]
 fn plugin_validate_and_test_commands() {
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet")).args(args).output().unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let file = wasm("eviction_batch_first");
     let (ok, out, err) = run(&["plugin", "validate", file.to_str().unwrap()]);
     assert!(ok, "{err}");
-    assert!(out.contains("world: eviction-policy") && out.contains("sha256: "), "{out}");
+    assert!(
+        out.contains("world: eviction-policy") && out.contains("sha256: "),
+        "{out}"
+    );
 
-    let (ok, _, err) = run(&["plugin", "validate", wasm("guest_loop").to_str().unwrap(), "--config", r#"{"faultIn":"self-check"}"#, "--deadline-ms", "20"]);
+    let (ok, _, err) = run(&[
+        "plugin",
+        "validate",
+        wasm("guest_loop").to_str().unwrap(),
+        "--config",
+        r#"{"faultIn":"self-check"}"#,
+        "--deadline-ms",
+        "20",
+    ]);
     assert!(!ok);
     assert!(err.contains("deadline"), "{err}");
-    let (ok, _, err) = run(&["plugin", "validate", file.to_str().unwrap(), "--world", "gc-strategy"]);
-    assert!(!ok && err.contains("does not implement world gc-strategy"), "{err}");
+    let (ok, _, err) = run(&[
+        "plugin",
+        "validate",
+        file.to_str().unwrap(),
+        "--world",
+        "gc-strategy",
+    ]);
+    assert!(
+        !ok && err.contains("does not implement world gc-strategy"),
+        "{err}"
+    );
 
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/snapshot.yaml");
-    let (ok, out, err) = run(&["plugin", "test", file.to_str().unwrap(), "--fixture", fixture.to_str().unwrap(), "--config", r#"{"protectNamespaces":["kube-system"]}"#]);
+    let (ok, out, err) = run(&[
+        "plugin",
+        "test",
+        file.to_str().unwrap(),
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--config",
+        r#"{"protectNamespaces":["kube-system"]}"#,
+    ]);
     assert!(ok, "{err}");
     let result: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(result["decidedBy"]["kind"], "plugin", "{result}");
-    assert_eq!(result["order"][0], "default/report", "the batch pod first: {result}");
-    assert!(!result["order"].as_array().unwrap().iter().any(|p| p == "kube-system/dns"));
+    assert_eq!(
+        result["order"][0], "default/report",
+        "the batch pod first: {result}"
+    );
+    assert!(!result["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p == "kube-system/dns"));
     assert_eq!(result["builtInOrder"][0], "default/cache", "{result}");
 }
