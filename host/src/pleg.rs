@@ -35,6 +35,18 @@ pub struct PlegEvent {
     pub pod_uid: String,
     pub container_id: String,
     pub kind: PlegEventKind,
+    /// For an exit reported by containerd's event before CRI has recorded it: what the event
+    /// says, so status can show the exit at once.
+    pub exit: Option<ExitHint>,
+}
+
+/// An exit as containerd's task event reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitHint {
+    pub exit_code: i32,
+    /// Unix nanoseconds.
+    pub finished_at: i64,
+    pub oom_killed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +112,8 @@ pub struct Pleg {
     health: Arc<Health>,
     store: Arc<StatusStore>,
     records: HashMap<String, Record>,
+    /// Containers containerd reported out of memory, until their exit arrives.
+    oom_killed: HashSet<String>,
 }
 
 impl Pleg {
@@ -117,6 +131,7 @@ impl Pleg {
             health,
             store,
             records: HashMap::new(),
+            oom_killed: HashSet::new(),
         }
     }
 
@@ -213,15 +228,39 @@ impl Pleg {
                         pod_uid: record.pod_uid.clone(),
                         container_id,
                         kind,
+                        exit: None,
                     },
                 );
                 true
             }
-            TaskEvent::Exited { container_id } => {
+            TaskEvent::Exited {
+                container_id,
+                exit_code,
+                exited_at,
+            } => {
                 let known_uid = self
                     .records
                     .get(&container_id)
                     .map(|record| record.pod_uid.clone());
+                let oom_killed = self.oom_killed.remove(&container_id);
+                if let Some(pod_uid) = &known_uid {
+                    // Status first, from the event; the confirmed event below drives the sync.
+                    let exit = ExitHint {
+                        exit_code,
+                        finished_at: exited_at,
+                        oom_killed,
+                    };
+                    let kind = PlegEventKind::ContainerDied;
+                    send(
+                        events,
+                        PlegEvent {
+                            pod_uid: pod_uid.clone(),
+                            container_id: container_id.clone(),
+                            kind,
+                            exit: Some(exit),
+                        },
+                    );
+                }
                 debug!(%container_id, known = known_uid.is_some(), "container exited");
                 let listed = known_uid.is_some();
                 let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
@@ -234,8 +273,13 @@ impl Pleg {
                 ));
                 listed
             }
-            // The exit follows; nothing to sync yet.
-            TaskEvent::OutOfMemory { .. } => true,
+            // The exit follows; remember why it will come.
+            TaskEvent::OutOfMemory { container_id } => {
+                if self.oom_killed.len() < 1024 {
+                    self.oom_killed.insert(container_id);
+                }
+                true
+            }
         }
     }
 
@@ -273,6 +317,7 @@ impl Pleg {
                         pod_uid: pod_uid.clone(),
                         container_id: id.clone(),
                         kind,
+                        exit: None,
                     });
                 }
             }
@@ -319,6 +364,7 @@ async fn confirm_exit(
                 pod_uid,
                 container_id,
                 kind,
+                exit: None,
             },
         );
     }

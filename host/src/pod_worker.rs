@@ -8,6 +8,7 @@ use crate::config::BackOffConfig;
 use crate::cri::env::PodFacts;
 use crate::cri::pod_config::{self, NodeContext};
 use crate::cri::{api, CriClient, CriError};
+use crate::pleg::ExitHint;
 use crate::resources::QosClass;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusStore, Waiting};
@@ -38,10 +39,16 @@ pub struct NodeRuntime {
 }
 
 /// A message to a pod worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WorkerMessage {
     /// Something changed (a PLEG event, a timer): compare runtime and spec again.
     Sync,
+    /// containerd reported a container's exit before CRI recorded it: show it in the status
+    /// now; the confirmed event that follows drives the sync.
+    Exited {
+        container_id: String,
+        exit: ExitHint,
+    },
     /// The pod was removed: stop it gracefully and remove its containers and sandboxes.
     Terminate,
 }
@@ -110,6 +117,7 @@ pub fn spawn(
         uid: uid.clone(),
         start_time: None,
         finished: false,
+        last_published: None,
     };
     tokio::spawn(worker.run(inbox, predecessor, done_tx).instrument(span));
     WorkerHandle {
@@ -130,6 +138,8 @@ struct PodWorker {
     start_time: Option<Time>,
     /// The pod reached a terminal phase; nothing runs again until it is removed.
     finished: bool,
+    /// The runtime view and waiting reasons of the last status published.
+    last_published: Option<(PodRuntimeStatus, HashMap<String, Waiting>)>,
 }
 
 /// What one sync decided besides the runtime changes it made.
@@ -178,16 +188,31 @@ impl PodWorker {
                 message = inbox.recv() => message,
                 _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
             };
-            let Some(mut message) = message else { return };
-            while let Ok(more) = inbox.try_recv() {
-                if more == WorkerMessage::Terminate {
-                    message = more;
+            let Some(first) = message else { return };
+            let mut terminate = false;
+            let mut sync = false;
+            let mut exits = Vec::new();
+            for message in
+                std::iter::once(first).chain(std::iter::from_fn(|| inbox.try_recv().ok()))
+            {
+                match message {
+                    WorkerMessage::Terminate => terminate = true,
+                    WorkerMessage::Sync => sync = true,
+                    WorkerMessage::Exited { container_id, exit } => {
+                        exits.push((container_id, exit))
+                    }
                 }
             }
-            if message == WorkerMessage::Terminate {
+            if terminate {
                 self.terminate().await;
                 let _ = done.send(true);
                 return;
+            }
+            if !exits.is_empty() && !self.finished {
+                self.publish_exits(&exits);
+            }
+            if !sync {
+                continue;
             }
             if self.finished {
                 next_sync = Instant::now() + self.node.sync_frequency;
@@ -525,12 +550,50 @@ impl PodWorker {
         }
     }
 
+    /// Shows exits reported by containerd's events in the status at once, on top of the last
+    /// runtime view; the sync that follows the confirmed event replaces it with CRI's record.
+    fn publish_exits(&mut self, exits: &[(String, ExitHint)]) {
+        let Some((mut runtime, waiting)) = self.last_published.clone() else {
+            return;
+        };
+        let mut changed = false;
+        for (id, exit) in exits {
+            let Some(container) = runtime.containers.iter_mut().find(|c| &c.id == id) else {
+                continue;
+            };
+            // A SIGKILL (137) may be the OOM killer's, whose event can come after the exit:
+            // CRI's record says which, so such exits wait for it.
+            if !runtime_status::is_running(container) || (exit.exit_code == 137 && !exit.oom_killed)
+            {
+                continue;
+            }
+            container.state = api::ContainerState::ContainerExited as i32;
+            container.exit_code = exit.exit_code;
+            container.finished_at = exit.finished_at;
+            container.reason = match (exit.oom_killed, exit.exit_code) {
+                (true, _) => "OOMKilled",
+                (false, 0) => "Completed",
+                (false, _) => "Error",
+            }
+            .into();
+            changed = true;
+        }
+        if changed {
+            debug!(
+                exits = exits.len(),
+                "status updated from containerd's exit events"
+            );
+            self.publish(&runtime, &waiting, false);
+        }
+    }
+
     fn publish(
-        &self,
+        &mut self,
         runtime: &PodRuntimeStatus,
         waiting: &HashMap<String, Waiting>,
         terminal: bool,
     ) {
+        self.last_published = Some((runtime.clone(), waiting.clone()));
         let previous = self.node.store.get(&self.uid).and_then(|p| p.status);
         let status = status::generate(&StatusInput {
             pod: &self.pod,

@@ -71,7 +71,10 @@ impl SyncLoop {
                 }
                 Some(event) = inputs.pleg_events.recv() => {
                     if let Some(worker) = self.workers.get(&event.pod_uid) {
-                        worker.send(WorkerMessage::Sync);
+                        worker.send(match event.exit {
+                            Some(exit) => WorkerMessage::Exited { container_id: event.container_id, exit },
+                            None => WorkerMessage::Sync,
+                        });
                     }
                 }
                 _ = tick.tick() => self.health.syncloop_alive(),

@@ -23,9 +23,18 @@ pub fn filters() -> Vec<String> {
 /// A task event of a container's (or sandbox's) main process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskEvent {
-    Started { container_id: String },
-    Exited { container_id: String },
-    OutOfMemory { container_id: String },
+    Started {
+        container_id: String,
+    },
+    Exited {
+        container_id: String,
+        exit_code: i32,
+        /// Unix nanoseconds (0 when containerd sent none).
+        exited_at: i64,
+    },
+    OutOfMemory {
+        container_id: String,
+    },
 }
 
 /// Decodes an envelope; `None` for other namespaces, other topics and exec processes.
@@ -47,6 +56,12 @@ pub fn decode(envelope: &Envelope) -> Option<TaskEvent> {
             .filter(|e| e.id.is_empty() || e.id == e.container_id)
             .map(|e| TaskEvent::Exited {
                 container_id: e.container_id,
+                exit_code: e.exit_status as i32,
+                exited_at: e.exited_at.map_or(0, |t| {
+                    t.seconds
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(i64::from(t.nanos))
+                }),
             }),
         "/tasks/oom" => task::TaskOom::decode(bytes)
             .ok()
@@ -146,7 +161,9 @@ mod tests {
         assert_eq!(
             decode(&envelope("k8s.io", "/tasks/exit", exit.clone())),
             Some(TaskEvent::Exited {
-                container_id: "c1".into()
+                container_id: "c1".into(),
+                exit_code: 1,
+                exited_at: 0,
             })
         );
         let exec_exit = task::TaskExit {

@@ -220,9 +220,11 @@ mod tests {
     fn parses_the_documented_shape() {
         let specs = parse(
             Path::new(FILE),
-            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
-             - name: eviction-batch-first\n  world: eviction-policy\n  path: eviction_batch_first.wasm\n\
-               limits: {deadlineMs: 20, memoryMiB: 16}\n  config: {protectNamespaces: [kube-system]}\n",
+            concat!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n",
+                "- name: eviction-batch-first\n  world: eviction-policy\n  path: eviction_batch_first.wasm\n",
+                "  limits: {deadlineMs: 20, memoryMiB: 16}\n  config: {protectNamespaces: [kube-system]}\n",
+            ),
         )
         .unwrap();
         assert_eq!(specs.len(), 1);
@@ -249,9 +251,11 @@ mod tests {
     fn errors_name_the_plugin_and_field() {
         let err = parse(
             Path::new(FILE),
-            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
-             - name: ok\n  world: gc-strategy\n  path: a.wasm\n\
-             - name: bad\n  world: eviction-policy\n  path: b.wasm\n  limits: {deadlineMs: 0}\n",
+            concat!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n",
+                "- name: ok\n  world: gc-strategy\n  path: a.wasm\n",
+                "- name: bad\n  world: eviction-policy\n  path: b.wasm\n  limits: {deadlineMs: 0}\n",
+            ),
         )
         .unwrap_err();
         assert_eq!(err.place, "plugins[1] (bad).limits.deadlineMs");
