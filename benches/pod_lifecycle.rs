@@ -185,10 +185,13 @@ fn main() {
         });
         let seen = SystemTime::now();
         let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-        let status = runtime
-            .block_on(PodRuntimeStatus::fetch(&cri, &uid, "bench"))
-            .unwrap();
-        let finished = wasmlet::runtime_status::time_of(status.containers[0].finished_at).unwrap();
+        // CRI records the exit (with containerd's finished_at) shortly after the event.
+        let finished = node.wait_for("CRI to record the exit", Duration::from_secs(10), |_| {
+            let status = runtime
+                .block_on(PodRuntimeStatus::fetch(&cri, &uid, "bench"))
+                .ok()?;
+            wasmlet::runtime_status::time_of(status.containers.first()?.finished_at)
+        });
         latency.push(ms(seen.duration_since(finished).unwrap_or_default()));
         node.remove_manifest(&format!("{name}.yaml"));
     }
