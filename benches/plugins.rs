@@ -43,7 +43,7 @@ fn snapshot(pods: usize) -> EvictionSnapshot {
             container_count: 1,
             ..Default::default()
         });
-        s.meta.push(PodMeta {
+        std::sync::Arc::make_mut(&mut s.meta).push(PodMeta {
             namespace: "default".into(),
             name: format!("pod-{i}"),
             ..Default::default()

@@ -91,7 +91,7 @@ fn snapshot(rng: &mut Lcg, pods: usize, signal: policy::Signal) -> EvictionSnaps
             ..Default::default()
         });
         let batch = rng.next(4) == 0;
-        snapshot.meta.push(PodMeta {
+        std::sync::Arc::make_mut(&mut snapshot.meta).push(PodMeta {
             namespace: if rng.next(6) == 0 {
                 "kube-system".into()
             } else {
@@ -510,10 +510,11 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
         pod.is_static = false;
         pod.is_critical = false;
         pod.priority = if i == 0 { 1000 } else { 0 };
-        s.meta[i].labels.clear();
-        s.meta[i].namespace = "default".into();
+        let meta = std::sync::Arc::make_mut(&mut s.meta);
+        meta[i].labels.clear();
+        meta[i].namespace = "default".into();
     }
-    s.meta[0]
+    std::sync::Arc::make_mut(&mut s.meta)[0]
         .labels
         .insert("workload-class".into(), "batch".into());
     let default_first = policy::eviction::rank(&s.pressure, &s.pods)[0];

@@ -9,7 +9,6 @@ use super::config::World;
 use super::instance::{Fault, WorldBindings};
 use super::registry::{PluginRegistry, PluginSlot};
 use super::state::{CallMeta, PodMeta, PodScope};
-use std::collections::HashSet;
 use std::time::Instant;
 use wasmlet_policy_default as policy;
 
@@ -30,14 +29,14 @@ pub struct Decision {
 
 /// Rejects an answer with an index out of range or listed twice.
 fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
-    let mut seen = HashSet::new();
+    let mut seen = vec![false; len];
     for &index in answer {
-        if index as usize >= len {
+        let Some(slot) = seen.get_mut(index as usize) else {
             return Err(Fault::Rejected(format!(
                 "index {index} is out of range (there are {len})"
             )));
-        }
-        if !seen.insert(index) {
+        };
+        if std::mem::replace(slot, true) {
             return Err(Fault::Rejected(format!("index {index} is listed twice")));
         }
     }
@@ -90,7 +89,7 @@ pub struct EvictionSnapshot {
     pub node: policy::NodeInfo,
     pub pressure: Vec<policy::SignalObservation>,
     pub pods: Vec<policy::PodInfo>,
-    pub meta: Vec<PodMeta>,
+    pub meta: std::sync::Arc<Vec<PodMeta>>,
 }
 
 impl PluginRegistry {
@@ -102,7 +101,7 @@ impl PluginRegistry {
         let pods: Vec<types::PodInfo> = snapshot.pods.iter().map(convert::pod).collect();
         let meta = CallMeta {
             pods: snapshot.meta.clone(),
-            image_tags: Vec::new(),
+            image_tags: Default::default(),
         };
         let answer = ask(
             self.slot(World::EvictionPolicy),
@@ -141,8 +140,8 @@ impl PluginRegistry {
         let wasm_disk = convert::disk(disk);
         let wasm_images: Vec<types::ImageInfo> = images.iter().map(convert::image).collect();
         let meta = CallMeta {
-            pods: Vec::new(),
-            image_tags: tags,
+            pods: Default::default(),
+            image_tags: std::sync::Arc::new(tags),
         };
         let answer = ask(
             self.slot(World::GcStrategy),
@@ -183,8 +182,8 @@ impl PluginRegistry {
         let answer = ask(
             self.slot(World::GcStrategy),
             CallMeta {
-                pods: meta,
-                image_tags: Vec::new(),
+                pods: std::sync::Arc::new(meta),
+                image_tags: Default::default(),
             },
             None,
             |store, bindings| match bindings {
@@ -238,8 +237,8 @@ impl PluginRegistry {
         let answer = ask(
             self.slot(World::LifecycleHooks),
             CallMeta {
-                pods: vec![meta],
-                image_tags: Vec::new(),
+                pods: std::sync::Arc::new(vec![meta]),
+                image_tags: Default::default(),
             },
             None,
             |store, bindings| match bindings {

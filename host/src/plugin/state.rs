@@ -19,11 +19,12 @@ pub struct PodMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// The on-demand strings of the call in progress, by index.
+/// The on-demand strings of the call in progress, by index. Shared, not copied, into the
+/// store: a snapshot's strings cost nothing unless the plugin asks for them.
 #[derive(Debug, Clone, Default)]
 pub struct CallMeta {
-    pub pods: Vec<PodMeta>,
-    pub image_tags: Vec<Vec<String>>,
+    pub pods: Arc<Vec<PodMeta>>,
+    pub image_tags: Arc<Vec<Vec<String>>>,
 }
 
 /// Runs a command in one of the scoped pod's containers (CRI ExecSync, in the host).

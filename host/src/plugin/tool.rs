@@ -237,7 +237,7 @@ pub fn test(
                     container_count: 1,
                     ..Default::default()
                 });
-                snapshot.meta.push(PodMeta {
+                std::sync::Arc::make_mut(&mut snapshot.meta).push(PodMeta {
                     namespace: pod.namespace.clone(),
                     name: pod.name.clone(),
                     uid: format!("fixture-{i}"),
