@@ -240,7 +240,7 @@ fn main() {
     let config = PlegConfig {
         relist_period: Duration::from_secs(1),
         evented_relist_period: Duration::from_secs(10),
-        use_events: false,
+        events: None,
     };
     let mut pleg = Pleg::new(cri.clone(), "bench", config, health, store);
     let mut relists = Vec::new();

@@ -5,6 +5,7 @@ use crate::config::NodeConfig;
 use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
 use crate::health::Health;
+use crate::pleg::events::EventSource;
 use crate::pleg::{self, Pleg, PlegConfig};
 use crate::plugin::{PluginEngine, PluginRegistry};
 use crate::pod_worker::NodeRuntime;
@@ -156,7 +157,16 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let pleg_config = PlegConfig {
         relist_period: config.wasmlet.pleg_relist_period,
         evented_relist_period: config.wasmlet.pleg_evented_relist_period,
-        use_events: config.wasmlet.pleg_use_events && node.runtime_name == "containerd",
+        // containerd 1.6 has no CRI GetContainerEvents but its own events service; other
+        // runtimes are asked for CRI's stream (an Unimplemented answer leaves relisting alone).
+        events: config
+            .wasmlet
+            .pleg_use_events
+            .then_some(if node.runtime_name == "containerd" {
+                EventSource::Containerd
+            } else {
+                EventSource::Cri
+            }),
     };
     let pleg = Pleg::new(
         cri,

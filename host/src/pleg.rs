@@ -100,8 +100,8 @@ pub struct PlegConfig {
     pub relist_period: Duration,
     /// Relist period while the event stream is up (upstream's evented PLEG: 300s).
     pub evented_relist_period: Duration,
-    /// Whether to subscribe to containerd's events at all.
-    pub use_events: bool,
+    /// Which event stream to follow, if any.
+    pub events: Option<events::EventSource>,
 }
 
 /// The PLEG's state: the last relist, by container (and sandbox) ID.
@@ -142,11 +142,10 @@ impl Pleg {
         events: mpsc::Sender<PlegEvent>,
         runtime_pods: watch::Sender<HashSet<String>>,
     ) {
-        let mut stream = if self.config.use_events {
-            Some(events::spawn_subscriber(self.cri.clone()))
-        } else {
-            None
-        };
+        let mut stream = self
+            .config
+            .events
+            .map(|source| events::spawn_subscriber(self.cri.clone(), source));
         let mut stream_up = false;
         let mut relist_at = Instant::now();
         while !events.is_closed() {
@@ -158,7 +157,11 @@ impl Pleg {
                 }
                 Some(message) = async { stream.as_mut()?.recv().await }, if stream.is_some() => match message {
                     StreamMessage::Up => {
-                        info!("subscribed to containerd task events");
+                        let source = match self.config.events {
+                            Some(events::EventSource::Cri) => "CRI container",
+                            _ => "containerd task",
+                        };
+                        info!("subscribed to {source} events");
                         stream_up = true;
                         // Whatever happened while unsubscribed is found by a relist.
                         relist_at = Instant::now();
@@ -274,6 +277,22 @@ impl Pleg {
                 listed
             }
             // The exit follows; remember why it will come.
+            TaskEvent::Stopped { container_id } => {
+                let known_uid = self
+                    .records
+                    .get(&container_id)
+                    .map(|record| record.pod_uid.clone());
+                let listed = known_uid.is_some();
+                let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
+                tokio::spawn(confirm_exit(
+                    self.cri.clone(),
+                    container_id,
+                    known_uid,
+                    node_name,
+                    events.clone(),
+                ));
+                listed
+            }
             TaskEvent::OutOfMemory { container_id } => {
                 if self.oom_killed.len() < 1024 {
                     self.oom_killed.insert(container_id);

@@ -135,6 +135,22 @@ impl CriClient {
         }
     }
 
+    /// CRI's own container event stream (`GetContainerEvents`), for runtimes that offer it;
+    /// containerd 1.6 answers `Unimplemented`.
+    pub async fn get_container_events(
+        &self,
+    ) -> Result<tonic::Streaming<api::ContainerEventResponse>, CriError> {
+        let mut service = self.runtime.clone();
+        match service.get_container_events(api::GetEventsRequest {}).await {
+            Ok(response) => Ok(response.into_inner()),
+            Err(status) => Err(CriError::Rpc {
+                rpc: "GetContainerEvents",
+                code: status.code(),
+                message: status.message().to_string(),
+            }),
+        }
+    }
+
     pub async fn version(&self) -> Result<api::VersionResponse, CriError> {
         let request = api::VersionRequest {
             version: "v1".into(),

@@ -1,6 +1,7 @@
-//! containerd's own event stream as a PLEG input. containerd 1.6 does not implement CRI
-//! `GetContainerEvents`, but its events service on the same socket reports task starts and
-//! exits within milliseconds.
+//! Container event streams as a PLEG input: containerd's own events service (containerd 1.6
+//! does not implement CRI `GetContainerEvents`, but its events service on the same socket
+//! reports task starts and exits within milliseconds), or CRI `GetContainerEvents` where a
+//! runtime offers it.
 
 use crate::cri::containerd::events as task;
 use crate::cri::containerd::services::events::v1::Envelope;
@@ -86,45 +87,21 @@ pub enum StreamMessage {
 /// (containerd answers the call only with its first event).
 const SETTLE: Duration = Duration::from_millis(300);
 
-/// Keeps a subscription to containerd's task events, resubscribing with back-off.
-pub fn spawn_subscriber(cri: CriClient) -> mpsc::Receiver<StreamMessage> {
+/// Keeps a subscription to `source`, resubscribing with back-off.
+pub fn spawn_subscriber(cri: CriClient, source: EventSource) -> mpsc::Receiver<StreamMessage> {
     let (tx, rx) = mpsc::channel(1024);
     tokio::spawn(async move {
         let mut delay = Duration::from_millis(100);
         while !tx.is_closed() {
-            let call = cri.subscribe_events(filters());
-            tokio::pin!(call);
-            let mut announced = false;
-            let result = tokio::select! {
-                result = &mut call => result,
-                _ = tokio::time::sleep(SETTLE) => {
-                    announced = true;
-                    let _ = tx.send(StreamMessage::Up).await;
-                    call.await
+            let reason = match source {
+                EventSource::Containerd => {
+                    follow(cri.subscribe_events(filters()), &tx, decode, &mut delay).await
+                }
+                EventSource::Cri => {
+                    follow(cri.get_container_events(), &tx, decode_cri, &mut delay).await
                 }
             };
-            let reason = match result {
-                Ok(mut stream) => {
-                    if !announced {
-                        let _ = tx.send(StreamMessage::Up).await;
-                    }
-                    delay = Duration::from_millis(100);
-                    loop {
-                        match stream.message().await {
-                            Ok(Some(envelope)) => {
-                                if let Some(event) = decode(&envelope) {
-                                    if tx.send(StreamMessage::Event(event)).await.is_err() {
-                                        return;
-                                    }
-                                }
-                            }
-                            Ok(None) => break "the stream ended".to_string(),
-                            Err(status) => break status.message().to_string(),
-                        }
-                    }
-                }
-                Err(error) => error.to_string(),
-            };
+            let Some(reason) = reason else { return };
             let _ = tx.send(StreamMessage::Down(reason)).await;
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
@@ -133,9 +110,73 @@ pub fn spawn_subscriber(cri: CriClient) -> mpsc::Receiver<StreamMessage> {
     rx
 }
 
+/// Follows one subscription until it breaks; returns why (`None`: the PLEG is gone).
+async fn follow<M>(
+    call: impl std::future::Future<Output = Result<tonic::Streaming<M>, crate::cri::CriError>>,
+    tx: &mpsc::Sender<StreamMessage>,
+    decode: fn(&M) -> Option<TaskEvent>,
+    delay: &mut Duration,
+) -> Option<String> {
+    tokio::pin!(call);
+    let mut announced = false;
+    let result = tokio::select! {
+        result = &mut call => result,
+        _ = tokio::time::sleep(SETTLE) => {
+            announced = true;
+            tx.send(StreamMessage::Up).await.ok()?;
+            call.await
+        }
+    };
+    let mut stream = match result {
+        Ok(stream) => stream,
+        Err(error) => return Some(error.to_string()),
+    };
+    if !announced {
+        tx.send(StreamMessage::Up).await.ok()?;
+    }
+    *delay = Duration::from_millis(100);
+    loop {
+        match stream.message().await {
+            Ok(Some(message)) => {
+                if let Some(event) = decode(&message) {
+                    tx.send(StreamMessage::Event(event)).await.ok()?;
+                }
+            }
+            Ok(None) => return Some("the stream ended".into()),
+            Err(status) => return Some(status.message().to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_cri_container_events() {
+        use crate::cri::api::{ContainerEventResponse, ContainerEventType};
+        let event = |kind: ContainerEventType| ContainerEventResponse {
+            container_id: "c".into(),
+            container_event_type: kind as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            decode_cri(&event(ContainerEventType::ContainerStartedEvent)),
+            Some(TaskEvent::Started {
+                container_id: "c".into()
+            })
+        );
+        assert_eq!(
+            decode_cri(&event(ContainerEventType::ContainerStoppedEvent)),
+            Some(TaskEvent::Stopped {
+                container_id: "c".into()
+            })
+        );
+        assert_eq!(
+            decode_cri(&event(ContainerEventType::ContainerCreatedEvent)),
+            None
+        );
+    }
 
     fn envelope(namespace: &str, topic: &str, event: impl Message) -> Envelope {
         Envelope {
