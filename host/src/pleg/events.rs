@@ -36,6 +36,32 @@ pub enum TaskEvent {
     OutOfMemory {
         container_id: String,
     },
+    /// A stop without exit details (CRI events carry none): CRI's status tells the rest.
+    Stopped {
+        container_id: String,
+    },
+}
+
+/// Which stream to follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSource {
+    /// containerd's `Events/Subscribe` (task start, exit, OOM).
+    Containerd,
+    /// CRI `GetContainerEvents`.
+    Cri,
+}
+
+/// Maps a CRI container event; `None` for creation (nothing to sync yet).
+pub fn decode_cri(event: &crate::cri::api::ContainerEventResponse) -> Option<TaskEvent> {
+    use crate::cri::api::ContainerEventType as Kind;
+    let container_id = event.container_id.clone();
+    match Kind::try_from(event.container_event_type).ok()? {
+        Kind::ContainerStartedEvent => Some(TaskEvent::Started { container_id }),
+        Kind::ContainerStoppedEvent | Kind::ContainerDeletedEvent => {
+            Some(TaskEvent::Stopped { container_id })
+        }
+        Kind::ContainerCreatedEvent => None,
+    }
 }
 
 /// Decodes an envelope; `None` for other namespaces, other topics and exec processes.
