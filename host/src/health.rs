@@ -16,8 +16,8 @@ pub struct Health {
 }
 
 impl Health {
-    /// `syncloop_threshold` upstream: max(2 x syncFrequency, 5m)... a stalled loop is found
-    /// sooner here; `pleg_threshold` upstream: 3m.
+    /// Thresholds of silence after which a loop counts as stalled (upstream: the SyncLoop
+    /// max(2 x syncFrequency, 5m), the PLEG 3m).
     pub fn new(syncloop_threshold: Duration, pleg_threshold: Duration) -> Self {
         Self {
             epoch: Instant::now(),

@@ -241,58 +241,16 @@ impl Pleg {
                 exit_code,
                 exited_at,
             } => {
-                let known_uid = self
-                    .records
-                    .get(&container_id)
-                    .map(|record| record.pod_uid.clone());
                 let oom_killed = self.oom_killed.remove(&container_id);
-                if let Some(pod_uid) = &known_uid {
-                    // Status first, from the event; the confirmed event below drives the sync.
-                    let exit = ExitHint {
-                        exit_code,
-                        finished_at: exited_at,
-                        oom_killed,
-                    };
-                    let kind = PlegEventKind::ContainerDied;
-                    send(
-                        events,
-                        PlegEvent {
-                            pod_uid: pod_uid.clone(),
-                            container_id: container_id.clone(),
-                            kind,
-                            exit: Some(exit),
-                        },
-                    );
-                }
-                debug!(%container_id, known = known_uid.is_some(), "container exited");
-                let listed = known_uid.is_some();
-                let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
-                tokio::spawn(confirm_exit(
-                    self.cri.clone(),
-                    container_id,
-                    known_uid,
-                    node_name,
-                    events.clone(),
-                ));
-                listed
+                let exit = ExitHint {
+                    exit_code,
+                    finished_at: exited_at,
+                    oom_killed,
+                };
+                self.on_stop(container_id, Some(exit), events)
             }
+            TaskEvent::Stopped { container_id } => self.on_stop(container_id, None, events),
             // The exit follows; remember why it will come.
-            TaskEvent::Stopped { container_id } => {
-                let known_uid = self
-                    .records
-                    .get(&container_id)
-                    .map(|record| record.pod_uid.clone());
-                let listed = known_uid.is_some();
-                let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
-                tokio::spawn(confirm_exit(
-                    self.cri.clone(),
-                    container_id,
-                    known_uid,
-                    node_name,
-                    events.clone(),
-                ));
-                listed
-            }
             TaskEvent::OutOfMemory { container_id } => {
                 if self.oom_killed.len() < 1024 {
                     self.oom_killed.insert(container_id);
@@ -300,6 +258,41 @@ impl Pleg {
                 true
             }
         }
+    }
+
+    /// A container stopped: show the exit at once when the event says how (`exit`), and have
+    /// the pod synced once CRI has recorded it. Returns whether the container was listed.
+    fn on_stop(
+        &mut self,
+        container_id: String,
+        exit: Option<ExitHint>,
+        events: &mpsc::Sender<PlegEvent>,
+    ) -> bool {
+        let known_uid = self
+            .records
+            .get(&container_id)
+            .map(|record| record.pod_uid.clone());
+        if let (Some(pod_uid), Some(exit)) = (&known_uid, exit) {
+            let kind = PlegEventKind::ContainerDied;
+            let event = PlegEvent {
+                pod_uid: pod_uid.clone(),
+                container_id: container_id.clone(),
+                kind,
+                exit: Some(exit),
+            };
+            send(events, event);
+        }
+        debug!(%container_id, known = known_uid.is_some(), "container stopped");
+        let listed = known_uid.is_some();
+        let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
+        tokio::spawn(confirm_exit(
+            self.cri.clone(),
+            container_id,
+            known_uid,
+            node_name,
+            events.clone(),
+        ));
+        listed
     }
 
     /// One relist: the events since the previous one.
