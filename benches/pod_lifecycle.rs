@@ -124,6 +124,7 @@ fn main() {
         node_ip: "127.0.0.1".into(),
         pod_logs_dir: node.logs_dir(),
         machine_memory_bytes: wasmlet::resources::machine_memory_bytes(),
+        root_dir: node.dir.path().join("raw-root"),
     };
 
     // 1. Pod start, interleaved.

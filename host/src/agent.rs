@@ -144,6 +144,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             node_ip: config.node_ip.to_string(),
             pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
             machine_memory_bytes: crate::resources::machine_memory_bytes(),
+            root_dir: config.root_dir.clone(),
         },
         store,
         runtime_name,

@@ -20,3 +20,4 @@ pub mod source;
 pub mod status;
 pub mod syncloop;
 pub mod terminal;
+pub mod volumes;

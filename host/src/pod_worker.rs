@@ -12,6 +12,7 @@ use crate::pleg::ExitHint;
 use crate::resources::QosClass;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusStore, Waiting};
+use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::HashMap;
@@ -118,6 +119,7 @@ pub fn spawn(
         start_time: None,
         finished: false,
         last_published: None,
+        volume_paths: HashMap::new(),
     };
     tokio::spawn(worker.run(inbox, predecessor, done_tx).instrument(span));
     WorkerHandle {
@@ -140,6 +142,8 @@ struct PodWorker {
     finished: bool,
     /// The runtime view and waiting reasons of the last status published.
     last_published: Option<(PodRuntimeStatus, HashMap<String, Waiting>)>,
+    /// Host paths of the pod's volumes, once set up.
+    volume_paths: HashMap<String, std::path::PathBuf>,
 }
 
 /// What one sync decided besides the runtime changes it made.
@@ -249,6 +253,30 @@ impl PodWorker {
     /// One pass of upstream's `computePodActions` + `SyncPod`: returns when to sync again.
     async fn sync(&mut self) -> Result<Duration, SyncError> {
         let mut runtime = self.fetch().await?;
+        // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
+        match volumes::prepare(&self.pod, &self.node.node.root_dir) {
+            Ok(paths) => self.volume_paths = paths,
+            Err(error) => {
+                warn!(%error, "volume setup failed; retrying");
+                let (init, app) = self.spec_containers();
+                let waiting = init
+                    .iter()
+                    .chain(&app)
+                    .filter(|c| runtime.latest(&c.name).is_none())
+                    .map(|c| {
+                        (
+                            c.name.clone(),
+                            Waiting {
+                                reason: "ContainerCreating".into(),
+                                message: error.to_string(),
+                            },
+                        )
+                    })
+                    .collect();
+                self.publish(&runtime, &waiting, false);
+                return Ok(SYNC_ERROR_RETRY);
+            }
+        }
         let mut outcome = SyncOutcome {
             waiting: HashMap::new(),
             requeue: self.node.sync_frequency,
@@ -471,6 +499,19 @@ impl PodWorker {
                 return Ok(());
             }
         };
+        let mut config = config;
+        match volumes::mounts(container, &self.volume_paths) {
+            Ok(mounts) => config.mounts = mounts,
+            Err(error) => {
+                outcome.wait(
+                    &container.name,
+                    "CreateContainerConfigError",
+                    error.to_string(),
+                    SYNC_ERROR_RETRY,
+                );
+                return Ok(());
+            }
+        }
         let id = match self
             .node
             .cri
@@ -666,6 +707,7 @@ impl PodWorker {
                 }
             }
         }
+        volumes::cleanup(&self.node.node.root_dir, &self.uid);
         cgroups::remove_pod_cgroup(&pod_config::pod_qos(&self.pod).cgroup_parent(&self.uid));
         let log_dir = pod_config::log_directory(&self.node.node.pod_logs_dir, &self.pod);
         if let Err(error) = std::fs::remove_dir_all(&log_dir) {
@@ -758,6 +800,7 @@ pub async fn remove_orphan(node: Arc<NodeRuntime>, uid: String) {
             }
         }
     }
+    volumes::cleanup(&node.node.root_dir, &uid);
     for qos in [
         QosClass::Guaranteed,
         QosClass::Burstable,

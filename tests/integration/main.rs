@@ -11,3 +11,4 @@ mod plugins_api;
 mod pods;
 mod restart_safety;
 mod restarts;
+mod volumes;

@@ -17,6 +17,8 @@ pub struct NodeContext {
     pub node_ip: String,
     pub pod_logs_dir: PathBuf,
     pub machine_memory_bytes: i64,
+    /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
+    pub root_dir: PathBuf,
 }
 
 /// `<podLogsDir>/<namespace>_<name>_<uid>`, upstream's layout.
@@ -336,6 +338,7 @@ mod tests {
             node_ip: "10.0.0.1".into(),
             pod_logs_dir: "/var/log/pods".into(),
             machine_memory_bytes: 1 << 30,
+            root_dir: "/var/lib/kubelet".into(),
         }
     }
 

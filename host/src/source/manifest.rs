@@ -112,12 +112,50 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
             "must not be negative",
         ));
     }
-    if let Some(volumes) = &spec.volumes {
-        if !volumes.is_empty() {
+    let mut volume_names = HashSet::new();
+    for (i, volume) in spec.volumes.iter().flatten().enumerate() {
+        if !is_dns_label(&volume.name) || !volume_names.insert(volume.name.clone()) {
             return Err(problem(
-                "spec.volumes",
-                "volumes are not supported by wasmlet yet",
+                format!("spec.volumes[{i}].name"),
+                format!("{:?} is not a unique DNS label", volume.name),
             ));
+        }
+        if let Some(reason) = crate::volumes::unsupported(volume) {
+            return Err(problem(format!("spec.volumes[{i}]"), reason));
+        }
+    }
+    let groups = [
+        (
+            "spec.initContainers",
+            spec.init_containers.as_deref().unwrap_or(&[]),
+        ),
+        ("spec.containers", &spec.containers[..]),
+    ];
+    for (group, containers) in groups {
+        for (c, container) in containers.iter().enumerate() {
+            for (m, mount) in container.volume_mounts.iter().flatten().enumerate() {
+                let field = format!("{group}[{c}].volumeMounts[{m}]");
+                if !volume_names.contains(&mount.name) {
+                    return Err(problem(
+                        format!("{field}.name"),
+                        format!("no volume named {:?} in spec.volumes", mount.name),
+                    ));
+                }
+                if !mount.mount_path.starts_with('/') {
+                    return Err(problem(
+                        format!("{field}.mountPath"),
+                        "must be an absolute path",
+                    ));
+                }
+                if let Some(sub) = mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
+                    if !crate::volumes::valid_sub_path(sub) {
+                        return Err(problem(
+                            format!("{field}.subPath"),
+                            "must be a relative path without '..'",
+                        ));
+                    }
+                }
+            }
         }
     }
     Ok(())
@@ -153,16 +191,6 @@ fn validate_container(
                 format!("{policy:?} is not one of Always, IfNotPresent, Never"),
             ));
         }
-    }
-    if container
-        .volume_mounts
-        .as_ref()
-        .is_some_and(|m| !m.is_empty())
-    {
-        return Err(problem(
-            format!("{path}.volumeMounts"),
-            "volumes are not supported by wasmlet yet",
-        ));
     }
     for (j, env) in container.env.iter().flatten().enumerate() {
         let Some(from) = &env.value_from else {

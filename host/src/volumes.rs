@@ -1,0 +1,320 @@
+//! Pod volumes a node can serve without an API server: `emptyDir` (on disk, or `medium:
+//! Memory` as a sized tmpfs) and `hostPath` with upstream's type checks, mounted into
+//! containers with `readOnly` and `subPath`. The layout is upstream's:
+//! `<root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
+
+use crate::cri::api;
+use crate::resources;
+use k8s_openapi::api::core::v1::{Container, Pod, Volume};
+use std::collections::HashMap;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// Why a volume could not be set up; shown in the waiting containers' status, as upstream's
+/// `FailedMount` events read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MountVolume.SetUp failed for volume {volume:?}: {reason}")]
+pub struct VolumeError {
+    pub volume: String,
+    pub reason: String,
+}
+
+/// The directory of a pod's data under the root dir.
+pub fn pod_dir(root_dir: &Path, uid: &str) -> PathBuf {
+    root_dir.join("pods").join(uid)
+}
+
+fn empty_dir_path(root_dir: &Path, uid: &str, name: &str) -> PathBuf {
+    pod_dir(root_dir, uid)
+        .join("volumes/kubernetes.io~empty-dir")
+        .join(name)
+}
+
+/// Why a volume type cannot be served here, or `None` when it can.
+pub fn unsupported(volume: &Volume) -> Option<&'static str> {
+    if volume.empty_dir.is_some() || volume.host_path.is_some() {
+        None
+    } else if volume.config_map.is_some() || volume.secret.is_some() || volume.projected.is_some() {
+        Some("configMap, secret and projected volumes need an API server; static pods cannot use them")
+    } else {
+        Some("only emptyDir and hostPath volumes are supported by wasmlet yet")
+    }
+}
+
+fn is_mounted(path: &Path) -> bool {
+    let target = path.display().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|text| {
+            text.lines()
+                .any(|l| l.split(' ').nth(4) == Some(target.as_str()))
+        })
+        .unwrap_or(false)
+}
+
+fn mount_tmpfs(path: &Path, size_bytes: i64) -> Result<(), String> {
+    use std::ffi::CString;
+    let target = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    let options = if size_bytes > 0 {
+        format!("mode=0777,size={size_bytes}")
+    } else {
+        "mode=0777".into()
+    };
+    let options = CString::new(options).map_err(|e| e.to_string())?;
+    let fstype = CString::new("tmpfs").map_err(|e| e.to_string())?;
+    // SAFETY: all pointers are valid NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            options.as_ptr().cast(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "mount tmpfs on {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// The pod's memory limit (sum of its app containers' limits; 0 when any is unlimited).
+fn pod_memory_limit(pod: &Pod) -> i64 {
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let mut total = 0;
+    for container in containers {
+        let limit = container
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.as_ref())
+            .and_then(|l| l.get("memory"))
+            .and_then(|q| resources::bytes(q).ok());
+        match limit {
+            Some(bytes) => total += bytes,
+            None => return 0,
+        }
+    }
+    total
+}
+
+fn host_path_check(path: &Path, kind: &str) -> Result<(), String> {
+    let meta = std::fs::metadata(path);
+    let shown = path.display();
+    let exists_as = |want: &str, ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "hostPath type check failed: {shown} is not a {want}"
+            ))
+        }
+    };
+    match kind {
+        "" => Ok(()),
+        "DirectoryOrCreate" => match meta {
+            Ok(m) => exists_as("directory", m.is_dir()),
+            Err(_) => std::fs::create_dir_all(path)
+                .and_then(|()| {
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+                })
+                .map_err(|e| format!("cannot create directory {shown}: {e}")),
+        },
+        "FileOrCreate" => match meta {
+            Ok(m) => exists_as("file", m.is_file()),
+            Err(_) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o644)))
+                .map_err(|e| format!("cannot create file {shown}: {e}")),
+        },
+        "Directory" | "File" | "Socket" | "CharDevice" | "BlockDevice" => {
+            let m =
+                meta.map_err(|_| format!("hostPath type check failed: {shown} does not exist"))?;
+            let t = m.file_type();
+            match kind {
+                "Directory" => exists_as("directory", t.is_dir()),
+                "File" => exists_as("file", t.is_file()),
+                "Socket" => exists_as("socket", t.is_socket()),
+                "CharDevice" => exists_as("character device", t.is_char_device()),
+                _ => exists_as("block device", t.is_block_device()),
+            }
+        }
+        other => Err(format!("unknown hostPath type {other:?}")),
+    }
+}
+
+/// Sets up every volume of `pod` (idempotent) and returns each one's host path.
+pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, VolumeError> {
+    let uid = pod.metadata.uid.as_deref().unwrap_or("");
+    let mut paths = HashMap::new();
+    for volume in pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let fail = |reason: String| VolumeError {
+            volume: volume.name.clone(),
+            reason,
+        };
+        if let Some(empty) = &volume.empty_dir {
+            let path = empty_dir_path(root_dir, uid, &volume.name);
+            std::fs::create_dir_all(&path)
+                .map_err(|e| fail(format!("cannot create {}: {e}", path.display())))?;
+            if empty.medium.as_deref() == Some("Memory") {
+                if !is_mounted(&path) {
+                    let size = match &empty.size_limit {
+                        Some(q) => {
+                            resources::bytes(q).map_err(|e| fail(format!("sizeLimit: {e}")))?
+                        }
+                        None => pod_memory_limit(pod),
+                    };
+                    mount_tmpfs(&path, size).map_err(fail)?;
+                }
+            } else {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).map_err(
+                    |e| fail(format!("cannot set permissions on {}: {e}", path.display())),
+                )?;
+            }
+            paths.insert(volume.name.clone(), path);
+        } else if let Some(host) = &volume.host_path {
+            let path = PathBuf::from(&host.path);
+            host_path_check(&path, host.type_.as_deref().unwrap_or("")).map_err(fail)?;
+            paths.insert(volume.name.clone(), path);
+        } else if let Some(reason) = unsupported(volume) {
+            return Err(fail(reason.into()));
+        }
+    }
+    Ok(paths)
+}
+
+/// Whether a subPath stays inside its volume (relative, no `..`).
+pub fn valid_sub_path(sub_path: &str) -> bool {
+    let path = Path::new(sub_path);
+    path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// The CRI mounts of `container`, from the prepared volume paths.
+pub fn mounts(
+    container: &Container,
+    volumes: &HashMap<String, PathBuf>,
+) -> Result<Vec<api::Mount>, VolumeError> {
+    let mut out = Vec::new();
+    for mount in container.volume_mounts.iter().flatten() {
+        let fail = |reason: String| VolumeError {
+            volume: mount.name.clone(),
+            reason,
+        };
+        let base = volumes
+            .get(&mount.name)
+            .ok_or_else(|| fail("no such volume in the pod".into()))?;
+        let mut host_path = base.clone();
+        if let Some(sub) = mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            if !valid_sub_path(sub) {
+                return Err(fail(format!(
+                    "subPath {sub:?} must be a relative path inside the volume"
+                )));
+            }
+            host_path = base.join(sub);
+            if !host_path.exists() {
+                // As upstream: a missing subPath is created as a directory.
+                std::fs::create_dir_all(&host_path).map_err(|e| {
+                    fail(format!(
+                        "cannot create subPath {}: {e}",
+                        host_path.display()
+                    ))
+                })?;
+            }
+        }
+        let propagation = match mount.mount_propagation.as_deref() {
+            None | Some("None") => api::MountPropagation::PropagationPrivate,
+            Some("HostToContainer") => api::MountPropagation::PropagationHostToContainer,
+            Some("Bidirectional") => api::MountPropagation::PropagationBidirectional,
+            Some(other) => return Err(fail(format!("unknown mountPropagation {other:?}"))),
+        };
+        out.push(api::Mount {
+            container_path: mount.mount_path.clone(),
+            host_path: host_path.display().to_string(),
+            readonly: mount.read_only.unwrap_or(false),
+            selinux_relabel: false,
+            propagation: propagation as i32,
+        });
+    }
+    Ok(out)
+}
+
+/// Removes a pod's volumes once its containers are gone: unmounts its tmpfs volumes, then
+/// deletes `<root-dir>/pods/<uid>`. hostPath data is never touched.
+pub fn cleanup(root_dir: &Path, uid: &str) {
+    let dir = pod_dir(root_dir, uid);
+    let prefix = format!("{}/", dir.display());
+    if let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") {
+        let mut points: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|p| p.starts_with(&prefix))
+            .collect();
+        points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for point in points {
+            if let Ok(target) = std::ffi::CString::new(point) {
+                // SAFETY: a valid NUL-terminated path.
+                if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
+                    tracing::warn!(mount = point, error = %std::io::Error::last_os_error(), "cannot unmount a pod volume");
+                }
+            }
+        }
+    }
+    if let Err(error) = std::fs::remove_dir_all(&dir) {
+        if error.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove the pod's volumes");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_path_types_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        assert!(host_path_check(&missing, "File")
+            .unwrap_err()
+            .contains("does not exist"));
+        assert!(host_path_check(&missing, "Directory").is_err());
+        host_path_check(&missing, "DirectoryOrCreate").unwrap();
+        assert!(missing.is_dir());
+        assert!(host_path_check(&missing, "File")
+            .unwrap_err()
+            .contains("is not a file"));
+        let file = dir.path().join("f");
+        host_path_check(&file, "FileOrCreate").unwrap();
+        assert!(file.is_file());
+        assert!(host_path_check(&file, "Socket")
+            .unwrap_err()
+            .contains("is not a socket"));
+        assert!(host_path_check(&file, "Sideways").is_err());
+    }
+
+    #[test]
+    fn sub_paths_stay_inside() {
+        assert!(valid_sub_path("a/b"));
+        assert!(!valid_sub_path("../etc"));
+        assert!(!valid_sub_path("/etc"));
+        assert!(!valid_sub_path("a/../../b"));
+    }
+}

@@ -1,0 +1,88 @@
+//! Volumes for static pods: emptyDir (disk and Memory), hostPath types, subPath and readOnly,
+//! cleanup with the pod. downwardAPI and projected volumes are not implemented yet.
+
+use crate::harness::{container_status, Node};
+use std::time::Duration;
+
+fn empty_dir(node: &Node, uid: &str, name: &str) -> std::path::PathBuf {
+    node.dir.path().join(format!("root/pods/{uid}/volumes/kubernetes.io~empty-dir/{name}"))
+}
+
+#[test]
+fn init_container_hands_work_to_the_app_through_an_empty_dir() {
+    let node = Node::start("t-vol-init");
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: init-demo}\nspec:\n  terminationGracePeriodSeconds: 2\n  initContainers:\n  - name: install\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'echo made by the init container > /work-dir/index.html']\n    volumeMounts: [{name: workdir, mountPath: /work-dir}]\n  containers:\n  - name: web\n    image: docker.io/library/busybox:local\n    command: [httpd, -f, -p, '8080', -h, /usr/share/www]\n    volumeMounts: [{name: workdir, mountPath: /usr/share/www}]\n  volumes:\n  - {name: workdir, emptyDir: {}}\n";
+    node.write_manifest("init.yaml", manifest);
+    let pod = node.wait_phase("init-demo", "Running", Duration::from_secs(40));
+    let ip = pod["status"]["podIP"].as_str().unwrap().to_string();
+    let body = node.wait_for("the app to serve the init container's file", Duration::from_secs(10), |_| {
+        ureq::get(&format!("http://{ip}:8080/index.html")).call().ok()?.into_string().ok()
+    });
+    assert_eq!(body, "made by the init container\n");
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let dir = empty_dir(&node, &uid, "workdir");
+    assert!(dir.join("index.html").is_file(), "upstream's layout under the root dir");
+
+    node.remove_manifest("init.yaml");
+    node.wait_for("the emptyDir to be removed with its pod", Duration::from_secs(20), |_| (!dir.exists()).then_some(()));
+}
+
+#[test]
+fn memory_empty_dir_is_a_sized_tmpfs_and_mounts_honour_read_only_and_sub_path() {
+    let node = Node::start("t-vol-mem");
+    let host_dir = node.dir.path().join("host-data");
+    std::fs::create_dir_all(&host_dir).unwrap();
+    std::fs::write(host_dir.join("config.txt"), "from the host\n").unwrap();
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: mounts}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'grep \" /cache \" /proc/mounts; df -k /cache | tail -1; cat /host/config.txt; touch /host/new 2>&1; echo written > /data/hello; exec sleep 3600']\n    volumeMounts:\n    - {{name: cache, mountPath: /cache}}\n    - {{name: host, mountPath: /host, readOnly: true}}\n    - {{name: scratch, mountPath: /data, subPath: sub}}\n  volumes:\n  - {{name: cache, emptyDir: {{medium: Memory, sizeLimit: 8Mi}}}}\n  - {{name: host, hostPath: {{path: {}, type: Directory}}}}\n  - {{name: scratch, emptyDir: {{}}}}\n",
+        host_dir.display()
+    );
+    node.write_manifest("mounts.yaml", &manifest);
+    let pod = node.wait_phase("mounts", "Running", Duration::from_secs(30));
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
+        n.try_get("/containerLogs/default/mounts-t-vol-mem/main").filter(|t| t.contains("from the host"))
+    });
+    assert!(log.contains("tmpfs /cache tmpfs"), "a tmpfs: {log}");
+    let df: Vec<&str> = log.lines().find(|l| l.contains("/cache") && !l.contains("tmpfs /cache")).unwrap().split_whitespace().collect();
+    assert_eq!(df[1], "8192", "sizeLimit 8Mi: {log}");
+    assert!(log.contains("Read-only file system"), "readOnly holds: {log}");
+    let sub = empty_dir(&node, &uid, "scratch").join("sub/hello");
+    node.wait_for("the subPath file", Duration::from_secs(5), |_| sub.is_file().then_some(()));
+    assert!(!empty_dir(&node, &uid, "scratch").join("hello").exists(), "written under the subPath only");
+
+    let mount_point = empty_dir(&node, &uid, "cache").display().to_string();
+    node.remove_manifest("mounts.yaml");
+    node.wait_for("the tmpfs to be unmounted", Duration::from_secs(20), |_| {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        (!mounts.contains(&mount_point)).then_some(())
+    });
+}
+
+#[test]
+fn host_path_types_create_or_fail_the_pod_with_a_reason() {
+    let node = Node::start("t-vol-hostpath");
+    let created = node.dir.path().join("made/by/wasmlet");
+    let missing = node.dir.path().join("no-such-file");
+    let pod = |name: &str, path: &std::path::Path, kind: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sleep, '3600']\n    volumeMounts: [{{name: h, mountPath: /h}}]\n  volumes:\n  - {{name: h, hostPath: {{path: {}, type: {kind}}}}}\n", path.display())
+    };
+    node.write_manifest("create.yaml", &pod("create", &created, "DirectoryOrCreate"));
+    node.write_manifest("missing.yaml", &pod("missing", &missing, "File"));
+    node.wait_phase("create", "Running", Duration::from_secs(30));
+    assert!(created.is_dir(), "DirectoryOrCreate created the directory");
+    let failed = node.wait_for("the missing file to be reported", Duration::from_secs(20), |n| {
+        n.pod("missing").filter(|p| container_status(p, "main")["state"]["waiting"]["message"].as_str().is_some_and(|m| m.contains("hostPath")))
+    });
+    let message = container_status(&failed, "main")["state"]["waiting"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("MountVolume.SetUp failed for volume \"h\"") && message.contains("does not exist"), "{message}");
+    assert_eq!(failed["status"]["phase"], "Pending");
+    assert!(node.containers(Some("missing")).is_empty(), "no container starts without its volumes");
+
+    node.write_manifest("cm.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: cm}\nspec:\n  containers: [{name: c, image: docker.io/library/busybox:local}]\n  volumes: [{name: c, configMap: {name: settings}}]\n");
+    let error = node.wait_for("the configMap volume to be refused", Duration::from_secs(10), |n| {
+        let report = n.get_json("/manifests");
+        report["errors"].as_array()?.iter().find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("cm.yaml"))).cloned()
+    });
+    assert!(error["message"].as_str().unwrap().contains("need an API server"), "{error}");
+}
