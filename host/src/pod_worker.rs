@@ -308,6 +308,8 @@ impl PodWorker {
                 .unwrap_or_else(|| self.node.node.node_ip.clone()),
             pod_ips: sandbox.ips.clone(),
             host_ip: self.node.node.node_ip.clone(),
+            node_cpu_millis: crate::resources::machine_cpu_millis(),
+            node_memory_bytes: self.node.node.machine_memory_bytes,
         };
         let restart_policy = self.restart_policy();
         let (init_containers, containers) = self.spec_containers();

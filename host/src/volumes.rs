@@ -1,6 +1,7 @@
 //! Pod volumes a node can serve without an API server: `emptyDir` (on disk, or `medium:
-//! Memory` as a sized tmpfs) and `hostPath` with upstream's type checks, mounted into
-//! containers with `readOnly` and `subPath`. The layout is upstream's:
+//! Memory` as a sized tmpfs), `hostPath` with upstream's type checks, `downwardAPI` and
+//! `projected` downward API sources (upstream's atomic-writer layout), mounted into
+//! containers with `readOnly`, `subPath` and `mountPropagation`. The layout is upstream's:
 //! `<root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
 
 use crate::cri::api;
@@ -32,13 +33,168 @@ fn empty_dir_path(root_dir: &Path, uid: &str, name: &str) -> PathBuf {
 
 /// Why a volume type cannot be served here, or `None` when it can.
 pub fn unsupported(volume: &Volume) -> Option<&'static str> {
-    if volume.empty_dir.is_some() || volume.host_path.is_some() {
+    let projected_downward_only = volume.projected.as_ref().is_some_and(|p| {
+        p.sources.iter().flatten().all(|s| {
+            s.downward_api.is_some()
+                && s.config_map.is_none()
+                && s.secret.is_none()
+                && s.service_account_token.is_none()
+        })
+    });
+    if volume.empty_dir.is_some()
+        || volume.host_path.is_some()
+        || volume.downward_api.is_some()
+        || projected_downward_only
+    {
         None
     } else if volume.config_map.is_some() || volume.secret.is_some() || volume.projected.is_some() {
-        Some("configMap, secret and projected volumes need an API server; static pods cannot use them")
+        Some("configMap, secret and service-account token volumes need an API server; static pods cannot use them")
     } else {
-        Some("only emptyDir and hostPath volumes are supported by wasmlet yet")
+        Some("only emptyDir, hostPath, downwardAPI and projected downwardAPI volumes are supported by wasmlet yet")
     }
+}
+
+/// `key="value"` lines, sorted, as upstream formats labels and annotations in files.
+fn format_map(map: Option<&std::collections::BTreeMap<String, String>>) -> String {
+    map.into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The files of a downward API volume: (path, content, mode).
+fn downward_files(
+    pod: &Pod,
+    items: &[k8s_openapi::api::core::v1::DownwardAPIVolumeFile],
+    default_mode: Option<i32>,
+    node_memory_bytes: i64,
+) -> Result<Vec<(String, String, u32)>, String> {
+    let meta = &pod.metadata;
+    let mut files = Vec::new();
+    for item in items {
+        if !valid_sub_path(&item.path) {
+            return Err(format!(
+                "item path {:?} must be relative without '..'",
+                item.path
+            ));
+        }
+        let content = if let Some(field) = &item.field_ref {
+            match field.field_path.as_str() {
+                "metadata.name" => meta.name.clone().unwrap_or_default(),
+                "metadata.namespace" => meta.namespace.clone().unwrap_or_default(),
+                "metadata.uid" => meta.uid.clone().unwrap_or_default(),
+                "metadata.labels" => format_map(meta.labels.as_ref()),
+                "metadata.annotations" => format_map(meta.annotations.as_ref()),
+                path => {
+                    let key = |prefix: &str| {
+                        path.strip_prefix(prefix)?
+                            .strip_prefix("['")?
+                            .strip_suffix("']")
+                            .map(str::to_string)
+                    };
+                    if let Some(k) = key("metadata.labels") {
+                        meta.labels
+                            .as_ref()
+                            .and_then(|m| m.get(&k))
+                            .cloned()
+                            .unwrap_or_default()
+                    } else if let Some(k) = key("metadata.annotations") {
+                        meta.annotations
+                            .as_ref()
+                            .and_then(|m| m.get(&k))
+                            .cloned()
+                            .unwrap_or_default()
+                    } else {
+                        return Err(format!(
+                            "unsupported fieldRef {path:?} in a downward API volume"
+                        ));
+                    }
+                }
+            }
+        } else if let Some(resource) = &item.resource_field_ref {
+            let name = resource.container_name.as_deref().unwrap_or("");
+            let container = pod
+                .spec
+                .as_ref()
+                .and_then(|s| {
+                    s.containers
+                        .iter()
+                        .chain(s.init_containers.iter().flatten())
+                        .find(|c| c.name == name)
+                })
+                .ok_or_else(|| format!("resourceFieldRef names no container {name:?}"))?;
+            resources::resource_field_value(
+                container,
+                &resource.resource,
+                resource.divisor.as_ref(),
+                resources::machine_cpu_millis(),
+                node_memory_bytes,
+            )?
+        } else {
+            return Err(format!(
+                "item {:?} has neither fieldRef nor resourceFieldRef",
+                item.path
+            ));
+        };
+        let mode = item.mode.or(default_mode).unwrap_or(0o644) as u32;
+        files.push((item.path.clone(), content, mode));
+    }
+    Ok(files)
+}
+
+/// Writes `files` with upstream's atomic-writer layout: a timestamped directory holds the
+/// data, `..data` points at it and is swapped by rename, and each top-level name is a symlink
+/// through `..data`. Readers see the old or the new set, never a mix. Unchanged data is not
+/// rewritten.
+fn atomic_write(dir: &Path, files: &[(String, String, u32)]) -> std::io::Result<()> {
+    use std::os::unix::fs::symlink;
+    let current = dir.join("..data");
+    let unchanged = current.is_dir()
+        && files.iter().all(|(path, content, _)| {
+            std::fs::read_to_string(current.join(path)).is_ok_and(|c| &c == content)
+        });
+    if unchanged {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let stamp = format!("..{}.{:09}", now.as_secs(), now.subsec_nanos());
+    let data_dir = dir.join(&stamp);
+    for (path, content, mode) in files {
+        let target = data_dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&target, content)?;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(*mode))?;
+    }
+    std::fs::create_dir_all(&data_dir)?;
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    symlink(&stamp, &tmp)?;
+    std::fs::rename(&tmp, &current)?;
+    for (path, _, _) in files {
+        let top = path.split('/').next().unwrap_or(path);
+        let link = dir.join(top);
+        if std::fs::symlink_metadata(&link).is_err() {
+            symlink(format!("..data/{top}"), &link)?;
+        }
+    }
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("..")
+            && name != stamp
+            && name != "..data"
+            && entry.path().is_dir()
+            && !entry.path().is_symlink()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    Ok(())
 }
 
 fn is_mounted(path: &Path) -> bool {
@@ -191,6 +347,42 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
             let path = PathBuf::from(&host.path);
             host_path_check(&path, host.type_.as_deref().unwrap_or("")).map_err(fail)?;
             paths.insert(volume.name.clone(), path);
+        } else if let Some(downward) = &volume.downward_api {
+            let dir = pod_dir(root_dir, uid)
+                .join("volumes/kubernetes.io~downward-api")
+                .join(&volume.name);
+            let items = downward.items.clone().unwrap_or_default();
+            let files = downward_files(
+                pod,
+                &items,
+                downward.default_mode,
+                resources::machine_memory_bytes(),
+            )
+            .map_err(fail)?;
+            atomic_write(&dir, &files)
+                .map_err(|e| fail(format!("cannot write {}: {e}", dir.display())))?;
+            paths.insert(volume.name.clone(), dir);
+        } else if let (Some(projected), None) = (&volume.projected, unsupported(volume)) {
+            let dir = pod_dir(root_dir, uid)
+                .join("volumes/kubernetes.io~projected")
+                .join(&volume.name);
+            let items: Vec<_> = projected
+                .sources
+                .iter()
+                .flatten()
+                .filter_map(|s| s.downward_api.as_ref())
+                .flat_map(|d| d.items.clone().unwrap_or_default())
+                .collect();
+            let files = downward_files(
+                pod,
+                &items,
+                projected.default_mode,
+                resources::machine_memory_bytes(),
+            )
+            .map_err(fail)?;
+            atomic_write(&dir, &files)
+                .map_err(|e| fail(format!("cannot write {}: {e}", dir.display())))?;
+            paths.insert(volume.name.clone(), dir);
         } else if let Some(reason) = unsupported(volume) {
             return Err(fail(reason.into()));
         }
@@ -308,6 +500,47 @@ mod tests {
             .unwrap_err()
             .contains("is not a socket"));
         assert!(host_path_check(&file, "Sideways").is_err());
+    }
+
+    #[test]
+    fn atomic_writer_layout_and_rewrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let vol = dir.path().join("v");
+        let files = vec![
+            ("labels".to_string(), "app=\"web\"".to_string(), 0o644),
+            ("sub/name".to_string(), "web".to_string(), 0o644),
+        ];
+        atomic_write(&vol, &files).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(vol.join("labels")).unwrap(),
+            "app=\"web\""
+        );
+        assert_eq!(
+            std::fs::read_to_string(vol.join("sub/name")).unwrap(),
+            "web"
+        );
+        let first = std::fs::read_link(vol.join("..data")).unwrap();
+        assert!(first.to_string_lossy().starts_with(".."));
+        atomic_write(&vol, &files).unwrap();
+        assert_eq!(
+            std::fs::read_link(vol.join("..data")).unwrap(),
+            first,
+            "unchanged data is not rewritten"
+        );
+        let changed = vec![
+            ("labels".to_string(), "app=\"api\"".to_string(), 0o644),
+            files[1].clone(),
+        ];
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        atomic_write(&vol, &changed).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(vol.join("labels")).unwrap(),
+            "app=\"api\""
+        );
+        assert!(
+            !vol.join(&first).exists(),
+            "the old timestamped directory is removed"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@ use crate::harness::{container_status, Node};
 use std::time::Duration;
 
 fn empty_dir(node: &Node, uid: &str, name: &str) -> std::path::PathBuf {
-    node.dir.path().join(format!("root/pods/{uid}/volumes/kubernetes.io~empty-dir/{name}"))
+    node.dir.path().join(format!(
+        "root/pods/{uid}/volumes/kubernetes.io~empty-dir/{name}"
+    ))
 }
 
 #[test]
@@ -15,16 +17,31 @@ fn init_container_hands_work_to_the_app_through_an_empty_dir() {
     node.write_manifest("init.yaml", manifest);
     let pod = node.wait_phase("init-demo", "Running", Duration::from_secs(40));
     let ip = pod["status"]["podIP"].as_str().unwrap().to_string();
-    let body = node.wait_for("the app to serve the init container's file", Duration::from_secs(10), |_| {
-        ureq::get(&format!("http://{ip}:8080/index.html")).call().ok()?.into_string().ok()
-    });
+    let body = node.wait_for(
+        "the app to serve the init container's file",
+        Duration::from_secs(10),
+        |_| {
+            ureq::get(&format!("http://{ip}:8080/index.html"))
+                .call()
+                .ok()?
+                .into_string()
+                .ok()
+        },
+    );
     assert_eq!(body, "made by the init container\n");
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let dir = empty_dir(&node, &uid, "workdir");
-    assert!(dir.join("index.html").is_file(), "upstream's layout under the root dir");
+    assert!(
+        dir.join("index.html").is_file(),
+        "upstream's layout under the root dir"
+    );
 
     node.remove_manifest("init.yaml");
-    node.wait_for("the emptyDir to be removed with its pod", Duration::from_secs(20), |_| (!dir.exists()).then_some(()));
+    node.wait_for(
+        "the emptyDir to be removed with its pod",
+        Duration::from_secs(20),
+        |_| (!dir.exists()).then_some(()),
+    );
 }
 
 #[test]
@@ -41,15 +58,29 @@ fn memory_empty_dir_is_a_sized_tmpfs_and_mounts_honour_read_only_and_sub_path() 
     let pod = node.wait_phase("mounts", "Running", Duration::from_secs(30));
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
-        n.try_get("/containerLogs/default/mounts-t-vol-mem/main").filter(|t| t.contains("from the host"))
+        n.try_get("/containerLogs/default/mounts-t-vol-mem/main")
+            .filter(|t| t.contains("from the host"))
     });
     assert!(log.contains("tmpfs /cache tmpfs"), "a tmpfs: {log}");
-    let df: Vec<&str> = log.lines().find(|l| l.contains("/cache") && !l.contains("tmpfs /cache")).unwrap().split_whitespace().collect();
+    let df: Vec<&str> = log
+        .lines()
+        .find(|l| l.contains("/cache") && !l.contains("tmpfs /cache"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
     assert_eq!(df[1], "8192", "sizeLimit 8Mi: {log}");
-    assert!(log.contains("Read-only file system"), "readOnly holds: {log}");
+    assert!(
+        log.contains("Read-only file system"),
+        "readOnly holds: {log}"
+    );
     let sub = empty_dir(&node, &uid, "scratch").join("sub/hello");
-    node.wait_for("the subPath file", Duration::from_secs(5), |_| sub.is_file().then_some(()));
-    assert!(!empty_dir(&node, &uid, "scratch").join("hello").exists(), "written under the subPath only");
+    node.wait_for("the subPath file", Duration::from_secs(5), |_| {
+        sub.is_file().then_some(())
+    });
+    assert!(
+        !empty_dir(&node, &uid, "scratch").join("hello").exists(),
+        "written under the subPath only"
+    );
 
     let mount_point = empty_dir(&node, &uid, "cache").display().to_string();
     node.remove_manifest("mounts.yaml");
@@ -71,18 +102,76 @@ fn host_path_types_create_or_fail_the_pod_with_a_reason() {
     node.write_manifest("missing.yaml", &pod("missing", &missing, "File"));
     node.wait_phase("create", "Running", Duration::from_secs(30));
     assert!(created.is_dir(), "DirectoryOrCreate created the directory");
-    let failed = node.wait_for("the missing file to be reported", Duration::from_secs(20), |n| {
-        n.pod("missing").filter(|p| container_status(p, "main")["state"]["waiting"]["message"].as_str().is_some_and(|m| m.contains("hostPath")))
-    });
-    let message = container_status(&failed, "main")["state"]["waiting"]["message"].as_str().unwrap().to_string();
-    assert!(message.contains("MountVolume.SetUp failed for volume \"h\"") && message.contains("does not exist"), "{message}");
+    let failed = node.wait_for(
+        "the missing file to be reported",
+        Duration::from_secs(20),
+        |n| {
+            n.pod("missing").filter(|p| {
+                container_status(p, "main")["state"]["waiting"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("hostPath"))
+            })
+        },
+    );
+    let message = container_status(&failed, "main")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("MountVolume.SetUp failed for volume \"h\"")
+            && message.contains("does not exist"),
+        "{message}"
+    );
     assert_eq!(failed["status"]["phase"], "Pending");
-    assert!(node.containers(Some("missing")).is_empty(), "no container starts without its volumes");
+    assert!(
+        node.containers(Some("missing")).is_empty(),
+        "no container starts without its volumes"
+    );
 
     node.write_manifest("cm.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: cm}\nspec:\n  containers: [{name: c, image: docker.io/library/busybox:local}]\n  volumes: [{name: c, configMap: {name: settings}}]\n");
-    let error = node.wait_for("the configMap volume to be refused", Duration::from_secs(10), |n| {
-        let report = n.get_json("/manifests");
-        report["errors"].as_array()?.iter().find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("cm.yaml"))).cloned()
+    let error = node.wait_for(
+        "the configMap volume to be refused",
+        Duration::from_secs(10),
+        |n| {
+            let report = n.get_json("/manifests");
+            report["errors"]
+                .as_array()?
+                .iter()
+                .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("cm.yaml")))
+                .cloned()
+        },
+    );
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("need an API server"),
+        "{error}"
+    );
+}
+
+#[test]
+fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
+    let node = Node::start("t-vol-downward");
+    let manifest = |tier: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: info\n  labels: {{app: web, tier: {tier}}}\n  annotations: {{owner: team-a}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'cat /etc/podinfo/labels; echo; cat /etc/podinfo/name; echo; cat /etc/projected/mem; echo; echo MEM=$MEM_LIMIT_MI; exec sleep 3600']\n    resources: {{limits: {{memory: 64Mi}}}}\n    env:\n    - {{name: MEM_LIMIT_MI, valueFrom: {{resourceFieldRef: {{resource: limits.memory, divisor: 1Mi}}}}}}\n    volumeMounts:\n    - {{name: podinfo, mountPath: /etc/podinfo, readOnly: true}}\n    - {{name: projected, mountPath: /etc/projected}}\n  volumes:\n  - name: podinfo\n    downwardAPI:\n      items:\n      - {{path: labels, fieldRef: {{fieldPath: metadata.labels}}}}\n      - {{path: name, fieldRef: {{fieldPath: metadata.name}}}}\n  - name: projected\n    projected:\n      sources:\n      - downwardAPI:\n          items:\n          - {{path: mem, resourceFieldRef: {{containerName: main, resource: limits.memory, divisor: 1Mi}}}}\n")
+    };
+    node.write_manifest("info.yaml", &manifest("frontend"));
+    let pod = node.wait_phase("info", "Running", Duration::from_secs(30));
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
+        n.try_get("/containerLogs/default/info-t-vol-downward/main").filter(|t| t.contains("MEM="))
     });
-    assert!(error["message"].as_str().unwrap().contains("need an API server"), "{error}");
+    assert_eq!(log, "app=\"web\"\ntier=\"frontend\"\ninfo-t-vol-downward\n64\nMEM=64\n");
+    let volume = node.dir.path().join(format!("root/pods/{uid}/volumes/kubernetes.io~downward-api/podinfo"));
+    assert!(std::fs::read_link(volume.join("..data")).unwrap().to_string_lossy().starts_with(".."), "atomic-writer layout");
+
+    // An edit makes a new pod (as upstream for static pods); its files show the new labels.
+    node.write_manifest("info.yaml", &manifest("backend"));
+    let log = node.wait_for("the new pod's report", Duration::from_secs(30), |n| {
+        let pod = n.pod("info")?;
+        (pod["metadata"]["uid"] != uid.as_str() && pod["status"]["phase"] == "Running").then_some(())?;
+        n.try_get("/containerLogs/default/info-t-vol-downward/main").filter(|t| t.contains("MEM="))
+    });
+    assert!(log.starts_with("app=\"web\"\ntier=\"backend\"\n"), "{log}");
 }

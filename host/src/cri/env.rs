@@ -4,12 +4,16 @@
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::HashMap;
 
-/// Facts about the pod a `fieldRef` can name that are only known once the sandbox runs.
+/// Facts about the pod a `fieldRef` can name that are only known once the sandbox runs, and
+/// the node's allocatable amounts an unset limit reads as.
 #[derive(Debug, Clone, Default)]
 pub struct PodFacts {
     pub pod_ip: String,
     pub pod_ips: Vec<String>,
     pub host_ip: String,
+    /// What an unset limit reads as in `resourceFieldRef`.
+    pub node_cpu_millis: i64,
+    pub node_memory_bytes: i64,
 }
 
 /// Whether wasmlet can resolve `path`; the error says why not.
@@ -78,13 +82,22 @@ pub fn environment(pod: &Pod, container: &Container, facts: &PodFacts) -> Vec<(S
     let mut defined: HashMap<String, String> = HashMap::new();
     let mut ordered = Vec::new();
     for var in container.env.iter().flatten() {
-        let value = match (
-            &var.value,
-            var.value_from.as_ref().and_then(|f| f.field_ref.as_ref()),
-        ) {
-            (Some(value), _) => expand(value, &defined),
-            (None, Some(field_ref)) => field_value(pod, facts, &field_ref.field_path),
-            (None, None) => String::new(),
+        let from = var.value_from.as_ref();
+        let value = if let Some(value) = &var.value {
+            expand(value, &defined)
+        } else if let Some(field_ref) = from.and_then(|f| f.field_ref.as_ref()) {
+            field_value(pod, facts, &field_ref.field_path)
+        } else if let Some(resource_ref) = from.and_then(|f| f.resource_field_ref.as_ref()) {
+            crate::resources::resource_field_value(
+                container,
+                &resource_ref.resource,
+                resource_ref.divisor.as_ref(),
+                facts.node_cpu_millis,
+                facts.node_memory_bytes,
+            )
+            .unwrap_or_default()
+        } else {
+            String::new()
         };
         defined.insert(var.name.clone(), value.clone());
         ordered.retain(|(name, _): &(String, String)| name != &var.name);

@@ -203,11 +203,17 @@ fn validate_container(
                 "configMapKeyRef and secretKeyRef need an API server; static pods cannot use them",
             ));
         }
-        if from.resource_field_ref.is_some() {
-            return Err(problem(
-                field,
-                "resourceFieldRef is not supported by wasmlet yet",
-            ));
+        if let Some(resource_ref) = &from.resource_field_ref {
+            let probe = crate::resources::resource_field_value(
+                container,
+                &resource_ref.resource,
+                resource_ref.divisor.as_ref(),
+                1000,
+                1,
+            );
+            if let Err(reason) = probe {
+                return Err(problem(format!("{field}.resourceFieldRef"), reason));
+            }
         }
         if let Some(field_ref) = &from.field_ref {
             if crate::cri::env::field_ref_supported(&field_ref.field_path).is_err() {
