@@ -228,6 +228,49 @@ pub fn machine_memory_bytes() -> i64 {
         .unwrap_or(1 << 30)
 }
 
+/// The value a `resourceFieldRef` names (`limits.memory`, `requests.cpu`, ...), divided by
+/// `divisor` and rounded up, as upstream's `ExtractContainerResourceValue`. An unset limit
+/// reads as the node's allocatable amount.
+pub fn resource_field_value(
+    container: &Container,
+    resource: &str,
+    divisor: Option<&Quantity>,
+    node_cpu_millis: i64,
+    node_memory_bytes: i64,
+) -> Result<String, String> {
+    let (requests, limits) = effective(container.resources.as_ref());
+    let (map, name) = match resource.split_once('.') {
+        Some(("limits", name)) => (&limits, name),
+        Some(("requests", name)) => (&requests, name),
+        _ => return Err(format!("unsupported resource {resource:?}")),
+    };
+    if !["cpu", "memory", "ephemeral-storage"].contains(&name) {
+        return Err(format!("unsupported resource {resource:?}"));
+    }
+    // In thousandths of the unit, so millicores and bytes share one path.
+    let value = match map.get(name) {
+        Some(q) => parse_milli(&q.0)?,
+        None if resource.starts_with("limits.") && name == "cpu" => i128::from(node_cpu_millis),
+        None if resource.starts_with("limits.") && name == "memory" => {
+            i128::from(node_memory_bytes) * 1000
+        }
+        None => 0,
+    };
+    let divisor = match divisor {
+        Some(q) => parse_milli(&q.0)?,
+        None => 1000,
+    };
+    if divisor <= 0 {
+        return Err(format!("divisor of {resource:?} must be positive"));
+    }
+    Ok(((value + divisor - 1) / divisor).to_string())
+}
+
+/// The machine's CPUs in millicores (what an unset CPU limit reads as).
+pub fn machine_cpu_millis() -> i64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as i64) * 1000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,47 +340,4 @@ mod tests {
             (2, 0, 1000)
         );
     }
-}
-
-/// The value a `resourceFieldRef` names (`limits.memory`, `requests.cpu`, ...), divided by
-/// `divisor` and rounded up, as upstream's `ExtractContainerResourceValue`. An unset limit
-/// reads as the node's allocatable amount.
-pub fn resource_field_value(
-    container: &Container,
-    resource: &str,
-    divisor: Option<&Quantity>,
-    node_cpu_millis: i64,
-    node_memory_bytes: i64,
-) -> Result<String, String> {
-    let (requests, limits) = effective(container.resources.as_ref());
-    let (map, name) = match resource.split_once('.') {
-        Some(("limits", name)) => (&limits, name),
-        Some(("requests", name)) => (&requests, name),
-        _ => return Err(format!("unsupported resource {resource:?}")),
-    };
-    if !["cpu", "memory", "ephemeral-storage"].contains(&name) {
-        return Err(format!("unsupported resource {resource:?}"));
-    }
-    // In thousandths of the unit, so millicores and bytes share one path.
-    let value = match map.get(name) {
-        Some(q) => parse_milli(&q.0)?,
-        None if resource.starts_with("limits.") && name == "cpu" => i128::from(node_cpu_millis),
-        None if resource.starts_with("limits.") && name == "memory" => {
-            i128::from(node_memory_bytes) * 1000
-        }
-        None => 0,
-    };
-    let divisor = match divisor {
-        Some(q) => parse_milli(&q.0)?,
-        None => 1000,
-    };
-    if divisor <= 0 {
-        return Err(format!("divisor of {resource:?} must be positive"));
-    }
-    Ok(((value + divisor - 1) / divisor).to_string())
-}
-
-/// The machine's CPUs in millicores (what an unset CPU limit reads as).
-pub fn machine_cpu_millis() -> i64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as i64) * 1000
 }

@@ -160,18 +160,32 @@ fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
     let pod = node.wait_phase("info", "Running", Duration::from_secs(30));
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
-        n.try_get("/containerLogs/default/info-t-vol-downward/main").filter(|t| t.contains("MEM="))
+        n.try_get("/containerLogs/default/info-t-vol-downward/main")
+            .filter(|t| t.contains("MEM="))
     });
-    assert_eq!(log, "app=\"web\"\ntier=\"frontend\"\ninfo-t-vol-downward\n64\nMEM=64\n");
-    let volume = node.dir.path().join(format!("root/pods/{uid}/volumes/kubernetes.io~downward-api/podinfo"));
-    assert!(std::fs::read_link(volume.join("..data")).unwrap().to_string_lossy().starts_with(".."), "atomic-writer layout");
+    assert_eq!(
+        log,
+        "app=\"web\"\ntier=\"frontend\"\ninfo-t-vol-downward\n64\nMEM=64\n"
+    );
+    let volume = node.dir.path().join(format!(
+        "root/pods/{uid}/volumes/kubernetes.io~downward-api/podinfo"
+    ));
+    assert!(
+        std::fs::read_link(volume.join("..data"))
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(".."),
+        "atomic-writer layout"
+    );
 
     // An edit makes a new pod (as upstream for static pods); its files show the new labels.
     node.write_manifest("info.yaml", &manifest("backend"));
     let log = node.wait_for("the new pod's report", Duration::from_secs(30), |n| {
         let pod = n.pod("info")?;
-        (pod["metadata"]["uid"] != uid.as_str() && pod["status"]["phase"] == "Running").then_some(())?;
-        n.try_get("/containerLogs/default/info-t-vol-downward/main").filter(|t| t.contains("MEM="))
+        (pod["metadata"]["uid"] != uid.as_str() && pod["status"]["phase"] == "Running")
+            .then_some(())?;
+        n.try_get("/containerLogs/default/info-t-vol-downward/main")
+            .filter(|t| t.contains("MEM="))
     });
     assert!(log.starts_with("app=\"web\"\ntier=\"backend\"\n"), "{log}");
 }
