@@ -150,6 +150,28 @@ impl SyncLoop {
             self.rejected.insert(uid);
             return;
         }
+        // Volumes this node cannot serve without an API server fail admission, as upstream's
+        // kubelet fails a pod whose volumes it cannot mount.
+        let unsupported = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.volumes.iter().flatten())
+            .find_map(|v| {
+                crate::volumes::unsupported(v)
+                    .map(|reason| format!("volume {:?}: {reason}", v.name))
+            });
+        if let Some(message) = unsupported {
+            warn!(pod = %pod_worker::full_name(&pod), %uid, %message, "pod rejected at admission");
+            let mut rejected = pod;
+            rejected.status = Some(status::rejected(
+                "UnsupportedVolume",
+                message,
+                &self.node.node.node_ip,
+            ));
+            self.node.store.set(rejected);
+            self.rejected.insert(uid);
+            return;
+        }
         let full_name = pod_worker::full_name(&pod);
         let predecessor = self
             .workers

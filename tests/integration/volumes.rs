@@ -128,26 +128,15 @@ fn host_path_types_create_or_fail_the_pod_with_a_reason() {
         "no container starts without its volumes"
     );
 
-    node.write_manifest("cm.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: cm}\nspec:\n  containers: [{name: c, image: docker.io/library/busybox:local}]\n  volumes: [{name: c, configMap: {name: settings}}]\n");
-    let error = node.wait_for(
-        "the configMap volume to be refused",
-        Duration::from_secs(10),
-        |n| {
-            let report = n.get_json("/manifests");
-            report["errors"]
-                .as_array()?
-                .iter()
-                .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with("cm.yaml")))
-                .cloned()
-        },
-    );
+    node.write_manifest("cm.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: cm}\nspec:\n  containers: [{name: c, image: docker.io/library/busybox:local}]\n  volumes: [{name: settings, configMap: {name: settings}}]\n");
+    let rejected = node.wait_phase("cm", "Failed", Duration::from_secs(10));
+    assert_eq!(rejected["status"]["reason"], "UnsupportedVolume");
+    let message = rejected["status"]["message"].as_str().unwrap();
     assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("need an API server"),
-        "{error}"
+        message.contains("volume \"settings\"") && message.contains("need an API server"),
+        "{message}"
     );
+    assert!(node.sandboxes(Some("cm")).is_empty());
 }
 
 #[test]

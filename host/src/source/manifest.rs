@@ -120,9 +120,6 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
                 format!("{:?} is not a unique DNS label", volume.name),
             ));
         }
-        if let Some(reason) = crate::volumes::unsupported(volume) {
-            return Err(problem(format!("spec.volumes[{i}]"), reason));
-        }
     }
     let groups = [
         (
