@@ -12,6 +12,7 @@
 use core::cmp::Reverse;
 
 use serde::Deserialize;
+use wasmlet_plugin_sdk::defaults::gc;
 use wasmlet_plugin_sdk::{config, export, host, DiskInfo, GcStrategy, ImageInfo};
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,40 +50,14 @@ impl GcStrategy for KeepPrefixes {
     fn plan_images(&self, disk: &DiskInfo, images: &[ImageInfo]) -> Result<Vec<u32>, String> {
         let now = host::now_unix_ms();
         let mut candidates: Vec<u32> = (0..images.len() as u32)
-            .filter(|&i| {
-                let image = &images[i as usize];
-                !image.in_use
-                    && !image.pinned
-                    && now.saturating_sub(image.first_seen_unix_ms) >= disk.min_age_ms
-            })
+            .filter(|&i| gc::is_candidate(disk, &images[i as usize], now))
             .filter(|&i| !self.kept(i))
             .collect();
         candidates.sort_by_key(|&i| {
             let image = &images[i as usize];
             (Reverse(image.size_bytes), image.last_used_unix_ms)
         });
-
-        let mut plan = Vec::new();
-        let mut freed = 0u64;
-        if disk.max_age_ms > 0 {
-            candidates.retain(|&i| {
-                let image = &images[i as usize];
-                let old = now.saturating_sub(image.last_used_unix_ms) > disk.max_age_ms;
-                if old {
-                    plan.push(i);
-                    freed = freed.saturating_add(image.size_bytes);
-                }
-                !old
-            });
-        }
-        for i in candidates {
-            if freed >= disk.bytes_to_free {
-                break;
-            }
-            plan.push(i);
-            freed = freed.saturating_add(images[i as usize].size_bytes);
-        }
-        Ok(plan)
+        Ok(gc::take_until_freed(disk, images, candidates, now))
     }
 }
 

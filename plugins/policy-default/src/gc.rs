@@ -19,18 +19,31 @@ use crate::{DeadContainer, DiskInfo, ImageInfo};
 /// `FreeDiskSpaceFailed`.
 pub fn plan_images(disk: &DiskInfo, images: &[ImageInfo], now_ms: u64) -> Vec<u32> {
     let mut candidates: Vec<u32> = (0..images.len() as u32)
-        .filter(|&i| {
-            let image = &images[i as usize];
-            !image.in_use
-                && !image.pinned
-                && now_ms.saturating_sub(image.first_seen_unix_ms) >= disk.min_age_ms
-        })
+        .filter(|&i| is_candidate(disk, &images[i as usize], now_ms))
         .collect();
     candidates.sort_by_key(|&i| {
         let image = &images[i as usize];
         (image.last_used_unix_ms, image.first_seen_unix_ms)
     });
+    take_until_freed(disk, images, candidates, now_ms)
+}
 
+/// Whether an image may be collected at all: not in use, not pinned, and first seen at
+/// least `disk.min_age_ms` before `now_ms`.
+pub fn is_candidate(disk: &DiskInfo, image: &ImageInfo, now_ms: u64) -> bool {
+    !image.in_use
+        && !image.pinned
+        && now_ms.saturating_sub(image.first_seen_unix_ms) >= disk.min_age_ms
+}
+
+/// From `candidates` in the order to delete them: every one unused for longer than
+/// `disk.max_age_ms` (when set), then further ones until `disk.bytes_to_free` is reached.
+pub fn take_until_freed(
+    disk: &DiskInfo,
+    images: &[ImageInfo],
+    mut candidates: Vec<u32>,
+    now_ms: u64,
+) -> Vec<u32> {
     let mut plan = Vec::new();
     let mut freed: u64 = 0;
     if disk.max_age_ms > 0 {
