@@ -185,7 +185,6 @@ impl PodWorker {
                 }
             }
         }
-        self.start_time = Some(status::api_time(SystemTime::now()));
         let mut next_sync = Instant::now();
         loop {
             let message = tokio::select! {
@@ -253,6 +252,19 @@ impl PodWorker {
     /// One pass of upstream's `computePodActions` + `SyncPod`: returns when to sync again.
     async fn sync(&mut self) -> Result<Duration, SyncError> {
         let mut runtime = self.fetch().await?;
+        if self.start_time.is_none() {
+            // A pod adopted after a restart keeps the start time of its first sandbox.
+            let first_sandbox = runtime
+                .sandboxes
+                .iter()
+                .map(|s| s.created_at)
+                .filter(|t| *t > 0)
+                .min();
+            let started = first_sandbox
+                .and_then(runtime_status::time_of)
+                .unwrap_or_else(SystemTime::now);
+            self.start_time = Some(status::api_time(started));
+        }
         // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
         match volumes::prepare(&self.pod, &self.node.node.root_dir) {
             Ok(paths) => self.volume_paths = paths,

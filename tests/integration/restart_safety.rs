@@ -26,12 +26,22 @@ fn kill_9_and_restart_adopts_running_pods() {
     assert_eq!(steady_container.len(), 1);
 
     let first_pid = node.pid();
+    std::thread::sleep(Duration::from_secs(1));
+    let restarted_at = wasmlet::status::api_time(std::time::SystemTime::now())
+        .0
+        .to_string();
     node.kill();
     node.restart();
     node.assert_running();
     assert_ne!(node.pid(), first_pid, "a new wasmlet process");
 
     let steady = node.wait_phase("steady", "Running", Duration::from_secs(30));
+    // The adopted pod keeps its start time (RFC 3339 in UTC sorts as text).
+    let start_time = steady["status"]["startTime"].as_str().unwrap().to_string();
+    assert!(
+        start_time < restarted_at,
+        "startTime {start_time} was reset by the restart at {restarted_at}"
+    );
     let status = container_status(&steady, "main");
     assert_eq!(status["restartCount"], 0);
     assert_eq!(
