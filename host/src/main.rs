@@ -80,6 +80,19 @@ enum PluginCommand {
         #[arg(long, default_value_t = 32)]
         memory_mib: u64,
     },
+    /// Write a ready-to-build plugin crate for a world.
+    New {
+        name: String,
+        /// eviction-policy, gc-strategy, probe-handler or lifecycle-hooks.
+        #[arg(long)]
+        world: String,
+        /// Where to create it (default: the current directory).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The wasmlet-plugin-sdk crate (default: plugins/sdk found upwards from here).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
     /// Run one decision on a snapshot file and print it beside the built-in default's.
     Test {
         file: PathBuf,
@@ -167,6 +180,23 @@ fn main() -> anyhow::Result<()> {
                 "{}",
                 wasmlet::plugin::tool::validate(&file, world, &config, limits)?
             );
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::New {
+                    name,
+                    world,
+                    dir,
+                    sdk,
+                },
+        } => {
+            let world = wasmlet::plugin::World::ALL
+                .into_iter()
+                .find(|known| known.as_str() == world)
+                .ok_or_else(|| anyhow::anyhow!("--world: unknown world {world:?}"))?;
+            let root = wasmlet::plugin::tool::new_plugin(&name, world, &dir, sdk.as_deref())?;
+            println!("created {} (world {})", root.display(), world.as_str());
             Ok(())
         }
         Command::Plugin {

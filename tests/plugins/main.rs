@@ -671,3 +671,82 @@ fn plugin_validate_and_test_commands() {
         .any(|p| p == "kube-system/dns"));
     assert_eq!(result["builtInOrder"][0], "default/cache", "{result}");
 }
+
+#[test]
+fn plugin_new_writes_a_crate_that_builds_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
+    let wasmlet = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for world in [
+        "eviction-policy",
+        "gc-strategy",
+        "probe-handler",
+        "lifecycle-hooks",
+    ] {
+        let out = wasmlet(&[
+            "plugin",
+            "new",
+            &format!("my-{world}"),
+            "--world",
+            world,
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--sdk",
+            sdk.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lib =
+            std::fs::read_to_string(dir.path().join(format!("my-{world}/src/lib.rs"))).unwrap();
+        assert!(lib.contains("export!("), "{lib}");
+    }
+    let again = wasmlet(&[
+        "plugin",
+        "new",
+        "my-gc-strategy",
+        "--world",
+        "gc-strategy",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--sdk",
+        sdk.to_str().unwrap(),
+    ]);
+    assert!(
+        !again.status.success()
+            && String::from_utf8_lossy(&again.stderr).contains("already exists")
+    );
+
+    // The generated eviction plugin builds as a component and passes validation.
+    let krate = dir.path().join("my-eviction-policy");
+    let build = std::process::Command::new("cargo")
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+        .current_dir(&krate)
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/plugin-new"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let wasm_file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/guests/target/plugin-new/wasm32-wasip2/release/my_eviction_policy.wasm");
+    let out = wasmlet(&["plugin", "validate", wasm_file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("world: eviction-policy"));
+}
