@@ -119,7 +119,7 @@ pub fn spawn(
         start_time: None,
         finished: false,
         last_published: None,
-        volume_paths: HashMap::new(),
+        volume_paths: None,
     };
     tokio::spawn(worker.run(inbox, predecessor, done_tx).instrument(span));
     WorkerHandle {
@@ -143,7 +143,7 @@ struct PodWorker {
     /// The runtime view and waiting reasons of the last status published.
     last_published: Option<(PodRuntimeStatus, HashMap<String, Waiting>)>,
     /// Host paths of the pod's volumes, once set up.
-    volume_paths: HashMap<String, std::path::PathBuf>,
+    volume_paths: Option<HashMap<String, std::path::PathBuf>>,
 }
 
 /// What one sync decided besides the runtime changes it made.
@@ -266,8 +266,14 @@ impl PodWorker {
             self.start_time = Some(status::api_time(started));
         }
         // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
-        match volumes::prepare(&self.pod, &self.node.node.root_dir) {
-            Ok(paths) => self.volume_paths = paths,
+        // A static pod's spec never changes under its UID, so once set up they stay set up.
+        let prepared = match &self.volume_paths {
+            Some(_) => Ok(None),
+            None => volumes::prepare(&self.pod, &self.node.node.root_dir).map(Some),
+        };
+        match prepared {
+            Ok(Some(paths)) => self.volume_paths = Some(paths),
+            Ok(None) => {}
             Err(error) => {
                 warn!(%error, "volume setup failed; retrying");
                 let (init, app) = self.spec_containers();
@@ -514,7 +520,10 @@ impl PodWorker {
             }
         };
         let mut config = config;
-        match volumes::mounts(container, &self.volume_paths) {
+        match volumes::mounts(
+            container,
+            self.volume_paths.as_ref().unwrap_or(&HashMap::new()),
+        ) {
             Ok(mounts) => config.mounts = mounts,
             Err(error) => {
                 outcome.wait(

@@ -130,6 +130,21 @@ impl SyncLoop {
         }
     }
 
+    /// Shows `pod` as Failed with `reason` and never runs it.
+    fn reject(
+        &mut self,
+        pod: k8s_openapi::api::core::v1::Pod,
+        uid: String,
+        reason: &str,
+        message: String,
+    ) {
+        warn!(pod = %pod_worker::full_name(&pod), %uid, %reason, %message, "pod rejected at admission");
+        let mut rejected = pod;
+        rejected.status = Some(status::rejected(reason, message, &self.node.node.node_ip));
+        self.node.store.set(rejected);
+        self.rejected.insert(uid);
+    }
+
     fn admit(&mut self, static_pod: &StaticPod) {
         let uid = static_pod.uid().to_string();
         let pod = static_pod.pod.clone();
@@ -139,16 +154,7 @@ impl SyncLoop {
                 "Node didn't have enough resource: pods, requested: 1, used: {active}, capacity: {}",
                 self.max_pods
             );
-            warn!(pod = %pod_worker::full_name(&pod), %uid, %message, "pod rejected at admission");
-            let mut rejected = pod;
-            rejected.status = Some(status::rejected(
-                "OutOfpods",
-                message,
-                &self.node.node.node_ip,
-            ));
-            self.node.store.set(rejected);
-            self.rejected.insert(uid);
-            return;
+            return self.reject(pod, uid, "OutOfpods", message);
         }
         // Volumes this node cannot serve without an API server fail admission, as upstream's
         // kubelet fails a pod whose volumes it cannot mount.
@@ -161,16 +167,7 @@ impl SyncLoop {
                     .map(|reason| format!("volume {:?}: {reason}", v.name))
             });
         if let Some(message) = unsupported {
-            warn!(pod = %pod_worker::full_name(&pod), %uid, %message, "pod rejected at admission");
-            let mut rejected = pod;
-            rejected.status = Some(status::rejected(
-                "UnsupportedVolume",
-                message,
-                &self.node.node.node_ip,
-            ));
-            self.node.store.set(rejected);
-            self.rejected.insert(uid);
-            return;
+            return self.reject(pod, uid, "UnsupportedVolume", message);
         }
         let full_name = pod_worker::full_name(&pod);
         let predecessor = self
