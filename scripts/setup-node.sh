@@ -21,6 +21,9 @@
 #   WASMLET_EXTRA_IMAGE_FILES=""             space-separated [IMAGE=]SRC[:DEST] specs, passed to
 #                                            build-images.py --extra (builds wasmlet-test:local)
 #   WASMLET_CONTAINERD_LOG_LEVEL=info
+#   WASMLET_IMAGEFS_SIZE=""                  if set (e.g. 512M), containerd's root (the image
+#                                            filesystem) is a tmpfs of that size, so image GC
+#                                            thresholds can be reached by tests
 set -euo pipefail
 
 NODE_DIR=$(readlink -m "${WASMLET_NODE_DIR:-/var/lib/wasmlet-node}")
@@ -29,6 +32,7 @@ BRIDGE=${WASMLET_BRIDGE:-wasmlet0}
 SNAPSHOTTER=${WASMLET_SNAPSHOTTER:-auto}
 EXTRA_IMAGE_FILES=${WASMLET_EXTRA_IMAGE_FILES:-}
 LOG_LEVEL=${WASMLET_CONTAINERD_LOG_LEVEL:-info}
+IMAGEFS_SIZE=${WASMLET_IMAGEFS_SIZE:-}
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SOCK=$NODE_DIR/containerd.sock
@@ -102,6 +106,19 @@ fi
 # (/run/containerd/containerd.sock). Ours is independent of it and never touches it.
 
 mkdir -p "$NODE_DIR"/{root,state,runc,log,images,net.d,cni-ipam,opt}
+
+# --------------------------------------------------------------------- 1b. small image filesystem
+if [ -n "$IMAGEFS_SIZE" ]; then
+  if mountpoint -q "$NODE_DIR/root"; then
+    mount -o remount,size="$IMAGEFS_SIZE" "$NODE_DIR/root" || die "cannot resize $NODE_DIR/root to $IMAGEFS_SIZE"
+  else
+    # containerd must not run on the directory being mounted over.
+    for pid in $(our_containerd_pids); do log "mounting the image filesystem: stopping containerd pid $pid"; stop_pid "$pid"; done
+    mount -t tmpfs -o size="$IMAGEFS_SIZE",mode=0711 tmpfs "$NODE_DIR/root" || die "cannot mount a $IMAGEFS_SIZE tmpfs on $NODE_DIR/root"
+    rm -f "$IMPORT_STAMP"
+    log "image filesystem: tmpfs of $IMAGEFS_SIZE on $NODE_DIR/root"
+  fi
+fi
 
 # --------------------------------------------------------------------- 2. snapshotter
 if [ "$SNAPSHOTTER" = auto ]; then

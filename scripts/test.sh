@@ -8,6 +8,8 @@ step() { printf '\n=== %s\n' "$*" >&2; }
 
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
+step "image GC node setup (a second containerd on a small tmpfs image filesystem)"
+scripts/setup-gc-node.sh >/dev/null
 
 step "proto check against containerd's embedded descriptors"
 python3 scripts/check-proto.py

@@ -4,6 +4,7 @@
 use crate::config::NodeConfig;
 use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
+use crate::gc::{ContainerGc, GarbageCollector, ImageGc, ImageGcPolicy};
 use crate::health::Health;
 use crate::pleg::events::EventSource;
 use crate::pleg::{self, Pleg, PlegConfig};
@@ -96,12 +97,14 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
     let _plugin_watcher = plugins.watch();
 
+    let metrics = Arc::new(crate::metrics::Metrics::default());
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
         source: source_rx.clone(),
         pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
-        plugins,
+        plugins: plugins.clone(),
+        metrics: metrics.clone(),
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
@@ -136,6 +139,30 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
 
     let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
     let runtime_name = wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
+
+    let gc = Arc::new(GarbageCollector {
+        cri: cri.clone(),
+        plugins: plugins.clone(),
+        metrics: metrics.clone(),
+        images: ImageGc::new(
+            ImageGcPolicy {
+                high_threshold_percent: kubelet.image_gc_high_threshold_percent as u64,
+                low_threshold_percent: kubelet.image_gc_low_threshold_percent as u64,
+                min_age: kubelet.image_minimum_gc_age,
+                max_age: kubelet.image_maximum_gc_age,
+            },
+            config.root_dir.join("image-gc-state.json"),
+        ),
+        containers: ContainerGc {
+            node_name: config.node_name.clone(),
+            policy: Default::default(),
+        },
+        source: source_rx.clone(),
+    });
+    tokio::spawn(gc.clone().run(
+        config.wasmlet.container_gc_period,
+        config.wasmlet.image_gc_period,
+    ));
 
     let node = Arc::new(NodeRuntime {
         cri: cri.clone(),

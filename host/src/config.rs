@@ -2,6 +2,7 @@
 //! document in the same file, and command-line flags with the kubelet's names on top.
 
 pub mod duration;
+pub mod eviction;
 pub mod kubelet;
 pub mod wasmlet;
 

@@ -486,17 +486,7 @@ impl PodWorker {
             outcome.wait(&container.name, reason, message, retry);
             return Ok(());
         }
-        // Keep one dead container per container name for `logs --previous`, as upstream's
-        // container GC does with MaxPerPodContainer = 1.
-        for old in runtime.containers_named(&container.name).skip(1) {
-            if runtime_status::is_exited(old) {
-                self.node
-                    .cri
-                    .remove_container(&old.id)
-                    .await
-                    .or_else(ignore_not_found)?;
-            }
-        }
+        // Older dead attempts stay until container GC removes them (`gc::containers`).
         let sandbox_attempt = runtime.current_sandbox().map_or(0, |s| s.attempt);
         let sandbox_config =
             pod_config::sandbox_config(&self.pod, &self.node.node, sandbox_attempt)

@@ -24,6 +24,19 @@ pub struct ServerState {
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
     pub pod_logs_dir: std::path::PathBuf,
     pub plugins: Arc<crate::plugin::PluginRegistry>,
+    pub metrics: Arc<crate::metrics::Metrics>,
+}
+
+/// The node's GC and eviction counters in the Prometheus text format.
+async fn metrics(State(state): State<ServerState>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.encode(),
+    )
+        .into_response()
 }
 
 /// Each configured plugin: world, serving version, state, counters, latency, last rejection.
@@ -160,6 +173,7 @@ pub fn read_only_router(state: ServerState) -> Router {
         .route("/healthz", get(healthz))
         .route("/manifests", get(manifests))
         .route("/plugins", get(plugins))
+        .route("/metrics", get(metrics))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),

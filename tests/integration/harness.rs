@@ -34,6 +34,8 @@ fn free_port() -> u16 {
 pub struct NodeOptions {
     pub extra_kubelet: String,
     pub extra_wasmlet: String,
+    /// Another containerd than the shared one (e.g. the image GC node's).
+    pub runtime_socket: Option<PathBuf>,
 }
 
 impl Default for NodeOptions {
@@ -43,6 +45,7 @@ impl Default for NodeOptions {
             extra_wasmlet:
                 "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n"
                     .into(),
+            runtime_socket: None,
         }
     }
 }
@@ -70,7 +73,7 @@ impl Node {
         let manifests = dir.path().join("manifests");
         std::fs::create_dir_all(&manifests).unwrap();
         let port = free_port();
-        let socket = cri_socket();
+        let socket = options.runtime_socket.clone().unwrap_or_else(cri_socket);
         let config = dir.path().join("config.yaml");
         let text = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\

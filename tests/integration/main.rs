@@ -4,6 +4,7 @@
 mod harness;
 
 mod events;
+mod gc;
 mod images;
 mod logs;
 mod manifests;

@@ -3,6 +3,7 @@
 
 use super::duration;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Fields of the upstream KubeletConfiguration that wasmlet implements.
@@ -21,10 +22,6 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "healthzPort",
     "healthzBindAddress",
     "runtimeRequestTimeout",
-];
-
-/// Upstream fields that parse but have no effect yet: warned about by name, not as unknown.
-pub const NOT_YET_IMPLEMENTED: &[&str] = &[
     "evictionHard",
     "evictionSoft",
     "evictionSoftGracePeriod",
@@ -35,6 +32,10 @@ pub const NOT_YET_IMPLEMENTED: &[&str] = &[
     "imageGCLowThresholdPercent",
     "imageMinimumGCAge",
     "imageMaximumGCAge",
+];
+
+/// Upstream fields that parse but have no effect yet: warned about by name, not as unknown.
+pub const NOT_YET_IMPLEMENTED: &[&str] = &[
     "authentication",
     "authorization",
     "cgroupDriver",
@@ -75,6 +76,32 @@ pub struct KubeletConfiguration {
     /// Deadline of each CRI call (except those with their own, such as StopContainer).
     #[serde(with = "duration::go")]
     pub runtime_request_timeout: Duration,
+    /// Hard eviction thresholds, `signal: quantity-or-percent`; unset means upstream's
+    /// defaults, and setting any drops the defaults for the others (as upstream).
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    /// Soft eviction thresholds; each needs an `evictionSoftGracePeriod` entry.
+    pub eviction_soft: BTreeMap<String, String>,
+    /// How long a soft threshold must hold before it evicts, per signal (durations).
+    pub eviction_soft_grace_period: BTreeMap<String, String>,
+    /// Extra headroom a threshold must regain before it counts as resolved, per signal.
+    pub eviction_minimum_reclaim: BTreeMap<String, String>,
+    /// How long a pressure condition stays true after its threshold was last met.
+    #[serde(with = "duration::go")]
+    pub eviction_pressure_transition_period: Duration,
+    /// Cap on the pod grace period used by soft evictions (seconds; 0: the pod's own).
+    pub eviction_max_pod_grace_period: i32,
+    /// Image GC starts when imagefs usage reaches this percentage...
+    #[serde(rename = "imageGCHighThresholdPercent")]
+    pub image_gc_high_threshold_percent: i32,
+    /// ...and frees space down to this one.
+    #[serde(rename = "imageGCLowThresholdPercent")]
+    pub image_gc_low_threshold_percent: i32,
+    /// An image is never collected sooner than this after it was first seen.
+    #[serde(rename = "imageMinimumGCAge", with = "duration::go")]
+    pub image_minimum_gc_age: Duration,
+    /// An image unused for longer than this is collected whatever the usage; 0 disables.
+    #[serde(rename = "imageMaximumGCAge", with = "duration::go")]
+    pub image_maximum_gc_age: Duration,
 }
 
 impl Default for KubeletConfiguration {
@@ -92,6 +119,16 @@ impl Default for KubeletConfiguration {
             healthz_port: 10248,
             healthz_bind_address: "127.0.0.1".into(),
             runtime_request_timeout: Duration::from_secs(120),
+            eviction_hard: None,
+            eviction_soft: BTreeMap::new(),
+            eviction_soft_grace_period: BTreeMap::new(),
+            eviction_minimum_reclaim: BTreeMap::new(),
+            eviction_pressure_transition_period: Duration::from_secs(300),
+            eviction_max_pod_grace_period: 0,
+            image_gc_high_threshold_percent: 85,
+            image_gc_low_threshold_percent: 80,
+            image_minimum_gc_age: Duration::from_secs(120),
+            image_maximum_gc_age: Duration::ZERO,
         }
     }
 }
@@ -129,6 +166,26 @@ impl KubeletConfiguration {
                 return field(name, "must be an IP address");
             }
         }
+        let (high, low) = (
+            self.image_gc_high_threshold_percent,
+            self.image_gc_low_threshold_percent,
+        );
+        if !(0..=100).contains(&high) {
+            return field("imageGCHighThresholdPercent", "must be between 0 and 100");
+        }
+        if !(0..=100).contains(&low) {
+            return field("imageGCLowThresholdPercent", "must be between 0 and 100");
+        }
+        if low > high {
+            return field(
+                "imageGCLowThresholdPercent",
+                "must not be greater than imageGCHighThresholdPercent",
+            );
+        }
+        if self.eviction_max_pod_grace_period < 0 {
+            return field("evictionMaxPodGracePeriod", "must not be negative");
+        }
+        super::eviction::thresholds(self)?;
         Ok(())
     }
 

@@ -16,6 +16,10 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "containerRestartBackOff",
     "imagePullBackOff",
     "pluginConfig",
+    "containerGCPeriod",
+    "imageGCPeriod",
+    "evictionMonitoringPeriod",
+    "evictStaticPods",
 ];
 
 /// wasmlet's own settings, the second document of the config file.
@@ -41,6 +45,18 @@ pub struct WasmletConfiguration {
     /// The PluginConfiguration file (relative to this config file); unset: built-in
     /// defaults decide everything.
     pub plugin_config: Option<String>,
+    /// Period of container GC (upstream: 1m, compiled in).
+    #[serde(rename = "containerGCPeriod", with = "duration::go")]
+    pub container_gc_period: Duration,
+    /// Period of image GC (upstream: 5m, compiled in).
+    #[serde(rename = "imageGCPeriod", with = "duration::go")]
+    pub image_gc_period: Duration,
+    /// Period of the eviction manager's signal check (upstream: 10s, compiled in).
+    #[serde(with = "duration::go")]
+    pub eviction_monitoring_period: Duration,
+    /// Treat static pods as ordinary pods for eviction and pressure admission (a standalone
+    /// node has nothing but static pods); upstream always treats them as critical.
+    pub evict_static_pods: bool,
 }
 
 /// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
@@ -75,6 +91,10 @@ impl Default for WasmletConfiguration {
             container_restart_back_off: BackOffConfig::UPSTREAM,
             image_pull_back_off: BackOffConfig::UPSTREAM,
             plugin_config: None,
+            container_gc_period: Duration::from_secs(60),
+            image_gc_period: Duration::from_secs(300),
+            eviction_monitoring_period: Duration::from_secs(10),
+            evict_static_pods: false,
         }
     }
 }
@@ -86,6 +106,9 @@ impl WasmletConfiguration {
             ("plegRelistPeriod", self.pleg_relist_period),
             ("plegEventedRelistPeriod", self.pleg_evented_relist_period),
             ("housekeepingPeriod", self.housekeeping_period),
+            ("containerGCPeriod", self.container_gc_period),
+            ("imageGCPeriod", self.image_gc_period),
+            ("evictionMonitoringPeriod", self.eviction_monitoring_period),
         ] {
             if value.is_zero() {
                 return Err((name.into(), "must be greater than 0".into()));

@@ -165,6 +165,15 @@ impl CriClient {
         )
     }
 
+    /// `Status` with the runtime's verbose info (containerd puts its CRI config there,
+    /// including `sandboxImage`).
+    pub async fn status_verbose(&self) -> Result<api::StatusResponse, CriError> {
+        call!(
+            self.runtime.status(api::StatusRequest { verbose: true }),
+            "Status"
+        )
+    }
+
     pub async fn run_pod_sandbox(&self, config: api::PodSandboxConfig) -> Result<String, CriError> {
         let request = api::RunPodSandboxRequest {
             config: Some(config),
@@ -293,6 +302,31 @@ impl CriClient {
             verbose: false,
         };
         Ok(call!(self.images.image_status(request), "ImageStatus")?.image)
+    }
+
+    /// Every image the runtime holds.
+    pub async fn list_images(&self) -> Result<Vec<api::Image>, CriError> {
+        let request = api::ListImagesRequest { filter: None };
+        Ok(call!(self.images.list_images(request), "ListImages")?.images)
+    }
+
+    /// Removes an image by ID or reference; removing one that is already gone succeeds.
+    pub async fn remove_image(&self, image: &str) -> Result<(), CriError> {
+        let request = api::RemoveImageRequest {
+            image: Some(api::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+        };
+        call!(self.images.remove_image(request), "RemoveImage").map(drop)
+    }
+
+    /// The filesystems holding images (containerd: its snapshotter's root).
+    pub async fn image_fs_info(&self) -> Result<api::ImageFsInfoResponse, CriError> {
+        call!(
+            self.images.image_fs_info(api::ImageFsInfoRequest {}),
+            "ImageFsInfo"
+        )
     }
 
     /// Pulls an image; returns the image reference the runtime resolved it to.

@@ -155,9 +155,11 @@ impl PluginRegistry {
                 check_indices(order, images.len())?;
                 match order
                     .iter()
-                    .find(|&&i| images[i as usize].in_use || images[i as usize].pinned)
+                    .find(|&&i| !policy::gc::is_candidate(disk, &images[i as usize], now_ms))
                 {
-                    Some(i) => Err(Fault::Rejected(format!("image {i} is in use or pinned"))),
+                    Some(i) => Err(Fault::Rejected(format!(
+                        "image {i} is in use, pinned or younger than the minimum GC age"
+                    ))),
                     None => Ok(()),
                 }
             },
