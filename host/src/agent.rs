@@ -4,6 +4,7 @@
 use crate::config::NodeConfig;
 use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
+use crate::eviction::{DecisionLog, EvictionConfig, EvictionManager, NodePressure};
 use crate::gc::{ContainerGc, GarbageCollector, ImageGc, ImageGcPolicy};
 use crate::health::Health;
 use crate::pleg::events::EventSource;
@@ -98,6 +99,9 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let _plugin_watcher = plugins.watch();
 
     let metrics = Arc::new(crate::metrics::Metrics::default());
+    let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
+    let decision_log = Arc::new(DecisionLog::default());
+    let node_facts = Arc::new(std::sync::OnceLock::new());
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
@@ -105,6 +109,9 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
         plugins: plugins.clone(),
         metrics: metrics.clone(),
+        pressure: pressure.clone(),
+        evictions: decision_log.clone(),
+        node: node_facts.clone(),
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
@@ -164,6 +171,58 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         config.wasmlet.image_gc_period,
     ));
 
+    // Validated when the config was loaded; an error here cannot happen, but is not fatal.
+    let thresholds = crate::config::eviction::thresholds(kubelet).unwrap_or_else(|(field, why)| {
+        warn!(%field, %why, "eviction thresholds rejected; eviction is off");
+        Vec::new()
+    });
+    let memory_capacity = crate::resources::machine_memory_bytes();
+    let nodefs_capacity =
+        crate::fs_stats::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);
+    let hard = |signal: wasmlet_policy_default::Signal, capacity: i64| {
+        thresholds
+            .iter()
+            .find(|t| t.signal == signal && t.is_hard())
+            .map_or(0, |t| t.value.resolve(capacity))
+    };
+    let _ = node_facts.set(crate::node_status::NodeFacts {
+        name: config.node_name.clone(),
+        ip: config.node_ip.to_string(),
+        max_pods: kubelet.max_pods,
+        memory_capacity_bytes: memory_capacity,
+        cpu_capacity_millis: crate::resources::machine_cpu_millis(),
+        nodefs_capacity_bytes: nodefs_capacity,
+        memory_hard_threshold_bytes: hard(
+            wasmlet_policy_default::Signal::MemoryAvailable,
+            memory_capacity,
+        ),
+        nodefs_hard_threshold_bytes: hard(
+            wasmlet_policy_default::Signal::NodefsAvailable,
+            nodefs_capacity,
+        ),
+        runtime_version: runtime_name.clone(),
+    });
+    let (evict_tx, evict_rx) = mpsc::channel(4);
+    let eviction = Arc::new(EvictionManager::new(
+        EvictionConfig {
+            thresholds,
+            pressure_transition_period: kubelet.eviction_pressure_transition_period,
+            max_pod_grace_period: Duration::from_secs(
+                kubelet.eviction_max_pod_grace_period.max(0) as u64
+            ),
+            monitoring_period: config.wasmlet.eviction_monitoring_period,
+            root_dir: config.root_dir.clone(),
+        },
+        pressure.clone(),
+        plugins.clone(),
+        metrics.clone(),
+        store.clone(),
+        gc.clone(),
+        evict_tx,
+        decision_log,
+    ));
+    tokio::spawn(eviction.run());
+
     let node = Arc::new(NodeRuntime {
         cri: cri.clone(),
         node: NodeContext {
@@ -173,7 +232,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             machine_memory_bytes: crate::resources::machine_memory_bytes(),
             root_dir: config.root_dir.clone(),
         },
-        store,
+        store: store.clone(),
         runtime_name,
         sync_frequency: kubelet.sync_frequency,
         container_backoff: config.wasmlet.container_restart_back_off,
@@ -228,11 +287,13 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         health,
         kubelet.max_pods as usize,
         config.wasmlet.housekeeping_period,
+        pressure,
     );
     let inputs = SyncLoopInputs {
         source: source_rx,
         pleg_events: pleg_rx,
         runtime_pods: runtime_pods_rx,
+        evictions: evict_rx,
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(StartError::Signal)?;

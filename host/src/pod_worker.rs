@@ -52,6 +52,9 @@ pub enum WorkerMessage {
     },
     /// The pod was removed: stop it gracefully and remove its containers and sandboxes.
     Terminate,
+    /// Node pressure: kill the pod with `grace`, free its volumes, and show it as Failed with
+    /// reason Evicted and `message`. It does not run again.
+    Evict { message: String, grace: Duration },
 }
 
 /// The SyncLoop's side of a worker.
@@ -195,6 +198,7 @@ impl PodWorker {
             let mut terminate = false;
             let mut sync = false;
             let mut exits = Vec::new();
+            let mut evict = None;
             for message in
                 std::iter::once(first).chain(std::iter::from_fn(|| inbox.try_recv().ok()))
             {
@@ -204,12 +208,19 @@ impl PodWorker {
                     WorkerMessage::Exited { container_id, exit } => {
                         exits.push((container_id, exit))
                     }
+                    WorkerMessage::Evict { message, grace } => evict = Some((message, grace)),
                 }
             }
             if terminate {
                 self.terminate().await;
                 let _ = done.send(true);
                 return;
+            }
+            if let Some((message, grace)) = evict {
+                if !self.finished {
+                    self.evict(message, grace).await;
+                }
+                continue;
             }
             if !exits.is_empty() && !self.finished {
                 self.publish_exits(&exits);
@@ -680,6 +691,49 @@ impl PodWorker {
         self.finished = true;
         info!("pod finished");
         Ok(())
+    }
+
+    /// Kills the pod for node pressure (upstream `evictPod`): every container with `grace`,
+    /// the sandbox stopped, volumes freed (an emptyDir on tmpfs is memory the node needs back),
+    /// then the status says Failed / Evicted with a DisruptionTarget condition.
+    async fn evict(&mut self, message: String, grace: Duration) {
+        let grace = grace.max(MINIMUM_GRACE);
+        info!(grace_s = grace.as_secs(), %message, "evicting pod");
+        let mut retry = Duration::from_millis(200);
+        let runtime = loop {
+            let result = async {
+                let runtime = self.fetch().await?;
+                stop_all(&self.node.cri, &runtime, |_| grace).await?;
+                for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
+                    self.node
+                        .cri
+                        .stop_pod_sandbox(&sandbox.id)
+                        .await
+                        .or_else(ignore_not_found)?;
+                }
+                self.fetch().await
+            }
+            .await;
+            match result {
+                Ok(runtime) => break runtime,
+                Err(error) => {
+                    warn!(%error, "evicting pod failed; retrying");
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(Duration::from_secs(5));
+                }
+            }
+        };
+        volumes::cleanup(&self.node.node.root_dir, &self.uid);
+        self.volume_paths = None;
+        self.publish(&runtime, &HashMap::new(), true);
+        if let Some(mut pod) = self.node.store.get(&self.uid) {
+            if let Some(status) = pod.status.as_mut() {
+                status::mark_evicted(status, message);
+            }
+            self.node.store.set(pod);
+        }
+        self.finished = true;
+        info!("pod evicted");
     }
 
     fn grace_period(&self) -> Duration {

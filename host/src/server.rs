@@ -25,6 +25,31 @@ pub struct ServerState {
     pub pod_logs_dir: std::path::PathBuf,
     pub plugins: Arc<crate::plugin::PluginRegistry>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    pub pressure: Arc<crate::eviction::NodePressure>,
+    pub evictions: Arc<crate::eviction::DecisionLog>,
+    /// Set once the runtime has answered (the Node names its version).
+    pub node: Arc<std::sync::OnceLock<crate::node_status::NodeFacts>>,
+}
+
+/// The Node object: capacity, allocatable and the pressure conditions.
+async fn node(State(state): State<ServerState>) -> Response {
+    match state.node.get() {
+        Some(facts) => Json(crate::node_status::node(facts, &state.pressure)).into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the container runtime has not answered yet",
+        )
+            .into_response(),
+    }
+}
+
+/// The eviction decision log and the latest signal observations: why a pod was evicted,
+/// which plugin (and version) ranked it, and what a shadow plugin would have done.
+async fn evictions(State(state): State<ServerState>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({
+        "observations": state.pressure.observations(),
+        "decisions": state.evictions.list(),
+    }))
 }
 
 /// The node's GC and eviction counters in the Prometheus text format.
@@ -174,6 +199,8 @@ pub fn read_only_router(state: ServerState) -> Router {
         .route("/manifests", get(manifests))
         .route("/plugins", get(plugins))
         .route("/metrics", get(metrics))
+        .route("/node", get(node))
+        .route("/evictions", get(evictions))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),

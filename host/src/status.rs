@@ -362,6 +362,29 @@ pub fn rejected(reason: &str, message: String, host_ip: &str) -> PodStatus {
     }
 }
 
+/// Marks a status as evicted, as upstream's eviction manager does: phase Failed, reason
+/// Evicted, the message, and a DisruptionTarget condition (TerminationByKubelet).
+pub fn mark_evicted(status: &mut PodStatus, message: String) {
+    status.phase = Some("Failed".into());
+    status.reason = Some("Evicted".into());
+    status.message = Some(message.clone());
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "DisruptionTarget");
+    for condition in conditions.iter_mut() {
+        if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
+            condition.status = "False".into();
+        }
+    }
+    conditions.push(k8s_openapi::api::core::v1::PodCondition {
+        type_: "DisruptionTarget".into(),
+        status: "True".into(),
+        reason: Some("TerminationByKubelet".into()),
+        message: Some(message),
+        last_transition_time: Some(now()),
+        ..Default::default()
+    });
+}
+
 /// The node's pods with their latest status, keyed by UID.
 #[derive(Debug, Default)]
 pub struct StatusStore {

@@ -2,6 +2,7 @@
 //! housekeeping; admits new pods, hands each to its worker, terminates removed ones, and
 //! cleans up pods the runtime holds that no source wants.
 
+use crate::eviction::{EvictRequest, NodePressure};
 use crate::health::Health;
 use crate::pleg::PlegEvent;
 use crate::pod_worker::{self, NodeRuntime, WorkerHandle, WorkerMessage};
@@ -20,6 +21,8 @@ pub struct SyncLoopInputs {
     pub pleg_events: mpsc::Receiver<PlegEvent>,
     /// Pod UIDs the runtime holds for this node, after each relist.
     pub runtime_pods: watch::Receiver<HashSet<String>>,
+    /// Pods the eviction manager evicts.
+    pub evictions: mpsc::Receiver<EvictRequest>,
 }
 
 /// The loop's state: one worker per admitted pod.
@@ -33,6 +36,8 @@ pub struct SyncLoop {
     rejected: HashSet<String>,
     orphan_cleanups: HashMap<String, JoinHandle<()>>,
     source_ready: bool,
+    /// Pressure conditions, for admission.
+    pressure: Arc<NodePressure>,
 }
 
 impl SyncLoop {
@@ -41,8 +46,10 @@ impl SyncLoop {
         health: Arc<Health>,
         max_pods: usize,
         housekeeping_period: Duration,
+        pressure: Arc<NodePressure>,
     ) -> Self {
         Self {
+            pressure,
             node,
             health,
             max_pods,
@@ -75,6 +82,11 @@ impl SyncLoop {
                             Some(exit) => WorkerMessage::Exited { container_id: event.container_id, exit },
                             None => WorkerMessage::Sync,
                         });
+                    }
+                }
+                Some(eviction) = inputs.evictions.recv() => {
+                    if let Some(worker) = self.workers.get(&eviction.uid) {
+                        worker.send(WorkerMessage::Evict { message: eviction.message, grace: eviction.grace });
                     }
                 }
                 _ = tick.tick() => self.health.syncloop_alive(),
@@ -155,6 +167,9 @@ impl SyncLoop {
                 self.max_pods
             );
             return self.reject(pod, uid, "OutOfpods", message);
+        }
+        if let Err(message) = self.pressure.admit(&pod) {
+            return self.reject(pod, uid, "Evicted", message);
         }
         // Volumes this node cannot serve without an API server fail admission, as upstream's
         // kubelet fails a pod whose volumes it cannot mount.

@@ -4,6 +4,7 @@
 mod harness;
 
 mod events;
+mod eviction;
 mod gc;
 mod images;
 mod logs;

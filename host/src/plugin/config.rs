@@ -81,6 +81,9 @@ pub struct PluginSpec {
     pub limits: Limits,
     /// The `config:` value as JSON text, passed to `configure`.
     pub config_json: String,
+    /// An eviction plugin that ranks the same snapshots as the active one, for comparison
+    /// only: its choices are logged and diffed, it never evicts.
+    pub shadow: bool,
 }
 
 #[derive(Deserialize)]
@@ -95,6 +98,8 @@ struct RawSpec {
     limits: Option<Limits>,
     #[serde(default)]
     config: Option<serde_json::Value>,
+    #[serde(default)]
+    shadow: bool,
 }
 
 #[derive(Deserialize)]
@@ -173,6 +178,25 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 format!("duplicate plugin name {:?}", spec.name),
             ));
         }
+        if spec.shadow && spec.world != World::EvictionPolicy {
+            return Err(error(
+                place("shadow"),
+                "only an eviction-policy plugin can run as a shadow".into(),
+            ));
+        }
+        if specs
+            .iter()
+            .any(|s| s.world == spec.world && s.shadow == spec.shadow)
+        {
+            return Err(error(
+                place("world"),
+                format!(
+                    "a {} plugin{} is already configured",
+                    spec.world.as_str(),
+                    if spec.shadow { " (shadow)" } else { "" }
+                ),
+            ));
+        }
         let limits = spec.limits.unwrap_or_default();
         if limits.deadline_ms == 0 || limits.deadline_ms > 60_000 {
             return Err(error(
@@ -205,6 +229,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
             config_json: spec
                 .config
                 .map_or_else(|| "{}".to_string(), |v| v.to_string()),
+            shadow: spec.shadow,
         });
     }
     Ok(specs)

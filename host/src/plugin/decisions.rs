@@ -129,6 +129,39 @@ impl PluginRegistry {
         }
     }
 
+    /// The shadow eviction plugin's ranking of the same snapshot, if one is configured; a
+    /// faulty shadow gives `Err(reason)` and has no fallback (it decides nothing).
+    pub fn rank_shadow(&self, snapshot: &EvictionSnapshot) -> Option<Result<Decision, String>> {
+        let slot = self.shadow_slot(World::EvictionPolicy)?;
+        let node = convert::node(&snapshot.node);
+        let pressure: Vec<types::SignalObservation> =
+            snapshot.pressure.iter().map(convert::observation).collect();
+        let pods: Vec<types::PodInfo> = snapshot.pods.iter().map(convert::pod).collect();
+        let meta = CallMeta {
+            pods: snapshot.meta.clone(),
+            image_tags: Default::default(),
+        };
+        let answer = ask(
+            Some(slot),
+            meta,
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
+                _ => Err(wrong_world()),
+            },
+            |order| check_indices(order, snapshot.pods.len()),
+        );
+        Some(answer.map(|(order, decided_by)| {
+            Decision {
+                order: order
+                    .into_iter()
+                    .filter(|&i| snapshot.pods[i as usize].is_evictable())
+                    .collect(),
+                decided_by,
+            }
+        }))
+    }
+
     /// Plans image removals: indices into `images`, in order.
     pub fn plan_images(
         &self,

@@ -56,6 +56,8 @@ struct Stats {
 pub struct PluginSlot {
     pub name: String,
     pub world: World,
+    /// Ranks for comparison only (see `PluginSpec::shadow`).
+    pub shadow: bool,
     spec: Mutex<PluginSpec>,
     current: ArcSwapOption<LoadedPlugin>,
     stats: Mutex<Stats>,
@@ -70,6 +72,7 @@ impl PluginSlot {
         Self {
             name: spec.name.clone(),
             world: spec.world,
+            shadow: spec.shadow,
             spec: Mutex::new(spec),
             current: ArcSwapOption::empty(),
             stats: Mutex::new(Stats {
@@ -156,6 +159,7 @@ impl PluginSlot {
         serde_json::json!({
             "name": self.name,
             "world": self.world.as_str(),
+            "shadow": self.shadow,
             "path": spec.path,
             "sha256": current.as_ref().map(|v| v.sha256.clone()),
             "state": stats.state,
@@ -201,7 +205,20 @@ impl PluginRegistry {
 
     /// The first plugin configured for `world`.
     pub fn slot(&self, world: World) -> Option<Arc<PluginSlot>> {
-        self.slots.load().iter().find(|s| s.world == world).cloned()
+        self.slots
+            .load()
+            .iter()
+            .find(|s| s.world == world && !s.shadow)
+            .cloned()
+    }
+
+    /// The shadow plugin of `world`, if one is configured.
+    pub fn shadow_slot(&self, world: World) -> Option<Arc<PluginSlot>> {
+        self.slots
+            .load()
+            .iter()
+            .find(|s| s.world == world && s.shadow)
+            .cloned()
     }
 
     /// The plugin named `name`.
@@ -233,7 +250,7 @@ impl PluginRegistry {
         for spec in specs {
             let slot = match old
                 .iter()
-                .find(|s| s.name == spec.name && s.world == spec.world)
+                .find(|s| s.name == spec.name && s.world == spec.world && s.shadow == spec.shadow)
             {
                 Some(existing) => existing.clone(),
                 None => Arc::new(PluginSlot::new(spec.clone())),

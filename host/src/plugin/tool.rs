@@ -62,6 +62,7 @@ pub fn validate(
         sha256: None,
         limits,
         config_json: config_json.to_string(),
+        shadow: false,
     };
     let plugin =
         LoadedPlugin::load(&engine, &spec, &bytes, &sha256).map_err(|e| plugin_error(file, e))?;
