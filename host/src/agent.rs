@@ -203,8 +203,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         runtime_version: runtime_name.clone(),
     });
     let (evict_tx, evict_rx) = mpsc::channel(4);
-    let eviction = Arc::new(EvictionManager::new(
-        EvictionConfig {
+    let eviction = Arc::new(EvictionManager {
+        config: EvictionConfig {
             thresholds,
             pressure_transition_period: kubelet.eviction_pressure_transition_period,
             max_pod_grace_period: Duration::from_secs(
@@ -213,14 +213,15 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             monitoring_period: config.wasmlet.eviction_monitoring_period,
             root_dir: config.root_dir.clone(),
         },
-        pressure.clone(),
-        plugins.clone(),
-        metrics.clone(),
-        store.clone(),
-        gc.clone(),
-        evict_tx,
-        decision_log,
-    ));
+        pressure: pressure.clone(),
+        plugins: plugins.clone(),
+        metrics: metrics.clone(),
+        store: store.clone(),
+        gc: gc.clone(),
+        evictions: evict_tx,
+        log: decision_log,
+        state: Default::default(),
+    });
     tokio::spawn(eviction.run());
 
     let node = Arc::new(NodeRuntime {

@@ -305,11 +305,12 @@ pub struct EvictionManager {
     pub gc: Arc<GarbageCollector>,
     pub evictions: mpsc::Sender<EvictRequest>,
     pub log: Arc<DecisionLog>,
-    state: Mutex<CycleState>,
+    /// Per-cycle memory; starts empty.
+    pub(crate) state: Mutex<CycleState>,
 }
 
 #[derive(Default)]
-struct CycleState {
+pub(crate) struct CycleState {
     cycle: u64,
     /// Thresholds met in the last cycle, by index: kept until min-reclaim is regained.
     met: Vec<usize>,
@@ -401,29 +402,6 @@ fn pod_request_bytes(pod: &Pod, resource: &str) -> u64 {
 }
 
 impl EvictionManager {
-    pub fn new(
-        config: EvictionConfig,
-        pressure: Arc<NodePressure>,
-        plugins: Arc<PluginRegistry>,
-        metrics: Arc<Metrics>,
-        store: Arc<StatusStore>,
-        gc: Arc<GarbageCollector>,
-        evictions: mpsc::Sender<EvictRequest>,
-        log: Arc<DecisionLog>,
-    ) -> Self {
-        EvictionManager {
-            config,
-            pressure,
-            plugins,
-            metrics,
-            store,
-            gc,
-            evictions,
-            state: Mutex::new(CycleState::default()),
-            log,
-        }
-    }
-
     fn record(&self, decision: DecisionRecord) {
         self.log.push(decision);
     }
