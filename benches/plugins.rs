@@ -74,6 +74,7 @@ fn spec(path: PathBuf) -> PluginSpec {
         sha256: None,
         limits: Limits::default(),
         config_json: "{}".into(),
+        shadow: false,
     }
 }
 
