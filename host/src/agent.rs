@@ -95,6 +95,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     .map_err(|e| StartError::Plugins(e.to_string()))?
     .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
     let _plugin_watcher = plugins.watch();
+    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()));
 
     let state = ServerState {
         store: store.clone(),
@@ -102,6 +103,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         source: source_rx.clone(),
         pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
         plugins,
+        probe_metrics: prober.metrics.clone(),
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
@@ -151,6 +153,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         sync_frequency: kubelet.sync_frequency,
         container_backoff: config.wasmlet.container_restart_back_off,
         image_backoff: config.wasmlet.image_pull_back_off,
+        prober,
     });
 
     let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);

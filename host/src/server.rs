@@ -24,6 +24,20 @@ pub struct ServerState {
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
     pub pod_logs_dir: std::path::PathBuf,
     pub plugins: Arc<crate::plugin::PluginRegistry>,
+    /// The prober's metrics, served at `/metrics/probes`.
+    pub probe_metrics: Arc<crate::prober::metrics::ProbeMetrics>,
+}
+
+/// Upstream's `/metrics/probes`: `prober_probe_total` and `prober_probe_duration_seconds`.
+async fn probe_metrics(State(state): State<ServerState>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.probe_metrics.encode(),
+    )
+        .into_response()
 }
 
 /// Each configured plugin: world, serving version, state, counters, latency, last rejection.
@@ -160,6 +174,7 @@ pub fn read_only_router(state: ServerState) -> Router {
         .route("/healthz", get(healthz))
         .route("/manifests", get(manifests))
         .route("/plugins", get(plugins))
+        .route("/metrics/probes", get(probe_metrics))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
