@@ -9,6 +9,7 @@ mod logs;
 mod manifests;
 mod plugins_api;
 mod pods;
+mod probes;
 mod restart_safety;
 mod restarts;
 mod volumes;
