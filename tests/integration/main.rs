@@ -4,6 +4,7 @@
 mod harness;
 
 mod events;
+mod hooks;
 mod images;
 mod logs;
 mod manifests;
