@@ -8,6 +8,7 @@ mod hooks;
 mod images;
 mod logs;
 mod manifests;
+mod plugin_pods;
 mod plugins_api;
 mod pods;
 mod probes;
