@@ -1,5 +1,6 @@
-//! Generates the CRI and containerd-events gRPC clients from proto/ with protox, so the
-//! build needs no system protoc.
+//! Generates the CRI and containerd-events gRPC clients, and the grpc.health.v1 client and
+//! server (probes; test and benchmark servers), from proto/ with protox, so the build needs
+//! no system protoc.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
@@ -12,5 +13,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_server(false)
         .compile_fds(descriptors)?;
+    let health = protox::compile(["grpc/health/v1/health.proto"], ["../proto"])?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .compile_fds(health)?;
     Ok(())
 }

@@ -6,6 +6,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n=== %s\n' "$*" >&2; }
 
+# The grpc probe tests need a gRPC health server in the test image (busybox has none): built
+# here, statically linked against glibc, and added to wasmlet-test:local by setup-node.sh.
+step "test image server: grpc_health_server (static)"
+cargo rustc --release -p wasmlet --example grpc_health_server -- -C target-feature=+crt-static -C strip=symbols
+export WASMLET_EXTRA_IMAGE_FILES="target/release/examples/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
+
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
 step "image GC node setup (a second containerd on a small tmpfs image filesystem)"

@@ -97,6 +97,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     .map_err(|e| StartError::Plugins(e.to_string()))?
     .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
     let _plugin_watcher = plugins.watch();
+    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()));
 
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
@@ -112,6 +113,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         pressure: pressure.clone(),
         evictions: decision_log.clone(),
         node: node_facts.clone(),
+        probe_metrics: prober.metrics.clone(),
     };
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
@@ -238,6 +240,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         sync_frequency: kubelet.sync_frequency,
         container_backoff: config.wasmlet.container_restart_back_off,
         image_backoff: config.wasmlet.image_pull_back_off,
+        prober,
     });
 
     let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);

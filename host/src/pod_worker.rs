@@ -8,7 +8,9 @@ use crate::config::BackOffConfig;
 use crate::cri::env::PodFacts;
 use crate::cri::pod_config::{self, NodeContext};
 use crate::cri::{api, CriClient, CriError};
+use crate::lifecycle::{PodHooks, MINIMUM_GRACE};
 use crate::pleg::ExitHint;
+use crate::prober::{self, ContainerProbes, ProbeConfig, ProbeTarget, Prober};
 use crate::resources::QosClass;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusStore, Waiting};
@@ -22,8 +24,6 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn, Instrument};
 
-/// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
-const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 /// Retry period after a failed sync (upstream waits 10s; short periods keep pods moving here).
 const SYNC_ERROR_RETRY: Duration = Duration::from_secs(2);
 
@@ -37,6 +37,9 @@ pub struct NodeRuntime {
     pub sync_frequency: Duration,
     pub container_backoff: BackOffConfig,
     pub image_backoff: BackOffConfig,
+    /// Probe tasks' shared parts: metrics and the plugin registry (probe, hook and admission
+    /// plugins).
+    pub prober: Arc<Prober>,
 }
 
 /// A message to a pod worker.
@@ -113,7 +116,17 @@ pub fn spawn(
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     let full_name = full_name(&pod);
     let span = tracing::info_span!("pod", pod = %full_name, uid = %uid);
+    let probe_configs = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| (c.name.clone(), prober::container_probes(&pod, c)))
+        .filter(|(_, probes)| !probes.is_empty())
+        .collect();
     let worker = PodWorker {
+        myself: messages.downgrade(),
+        probe_configs,
+        probes: HashMap::new(),
         container_backoff: BackOff::new(node.container_backoff),
         image_backoff: BackOff::new(node.image_backoff),
         node,
@@ -135,6 +148,12 @@ pub fn spawn(
 }
 
 struct PodWorker {
+    /// The worker's own inbox, for its probe tasks (weak: the SyncLoop's handle owns it).
+    myself: mpsc::WeakUnboundedSender<WorkerMessage>,
+    /// The probes of each app container that declares any (spec and plugin annotations).
+    probe_configs: HashMap<String, Vec<ProbeConfig>>,
+    /// The probe tasks of each running app container.
+    probes: HashMap<String, ContainerProbes>,
     node: Arc<NodeRuntime>,
     pod: Pod,
     uid: String,
@@ -394,6 +413,10 @@ impl PodWorker {
                             .await?;
                         }
                     }
+                    Some(c) if runtime_status::is_running(&c) => {
+                        self.kill_if_unhealthy(&c, &runtime, &facts.pod_ip, &mut outcome)
+                            .await;
+                    }
                     Some(_) => {}
                 }
             }
@@ -401,6 +424,7 @@ impl PodWorker {
         runtime
             .refresh_containers(&self.node.cri, &outcome.touched)
             .await?;
+        self.update_probes(&runtime, &facts.pod_ip);
         self.publish(&runtime, &outcome.waiting, false);
         if self.published_phase_is_terminal() {
             self.finish(runtime).await?;
@@ -437,6 +461,134 @@ impl PodWorker {
         let id = self.node.cri.run_pod_sandbox(config).await?;
         info!(sandbox = %id, attempt, elapsed_ms = started.elapsed().as_millis() as u64, "pod sandbox running");
         Ok(id)
+    }
+
+    /// What the hooks of this pod may reach, as of `runtime`.
+    fn hooks(&self, runtime: &PodRuntimeStatus, pod_ip: &str) -> PodHooks {
+        PodHooks {
+            cri: self.node.cri.clone(),
+            plugins: self.node.prober.plugins.clone(),
+            pod: self.pod.clone(),
+            pod_ip: pod_ip.to_string(),
+            containers: Arc::new(running_containers(runtime)),
+        }
+    }
+
+    /// The pod IP hooks and probes use: the sandbox's, or the node's under hostNetwork.
+    fn pod_ip(&self, runtime: &PodRuntimeStatus) -> String {
+        let host_network = self
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        match runtime.current_sandbox().and_then(|s| s.ips.first()) {
+            Some(ip) if !host_network => ip.clone(),
+            _ => self.node.node.node_ip.clone(),
+        }
+    }
+
+    /// Kills a running container whose liveness or startup probe failed, as upstream's
+    /// `computePodActions` does; it then restarts per its restart policy and back-off.
+    async fn kill_if_unhealthy(
+        &mut self,
+        container: &api::ContainerStatus,
+        runtime: &PodRuntimeStatus,
+        pod_ip: &str,
+        outcome: &mut SyncOutcome,
+    ) {
+        let name = runtime_status::container_name(container).to_string();
+        let Some(reason) = self
+            .probes
+            .get(&name)
+            .filter(|p| p.container_id == container.id)
+            .and_then(|p| p.kill_reason())
+        else {
+            return;
+        };
+        let (kind, message, probe_grace) = reason;
+        info!(container = %name, probe = kind.as_str(), %message, "container failed its {} probe, will be restarted", kind.annotation_name());
+        self.probes.remove(&name);
+        let grace = probe_grace.unwrap_or_else(|| self.grace_period());
+        let hooks = self.hooks(runtime, pod_ip);
+        if let Err(error) = hooks.kill(&name, &container.id, grace).await {
+            if !error.is_not_found() {
+                warn!(container = %name, %error, "killing the unhealthy container failed");
+            }
+        }
+        outcome.touched.push(container.id.clone());
+        outcome.requeue = outcome.requeue.min(Duration::from_millis(100));
+    }
+
+    /// Starts probe tasks for app containers that run now and stops those of containers
+    /// that stopped or were replaced.
+    fn update_probes(&mut self, runtime: &PodRuntimeStatus, pod_ip: &str) {
+        if self.probe_configs.is_empty() {
+            return;
+        }
+        self.probes.retain(|name, probes| {
+            runtime
+                .latest(name)
+                .is_some_and(|c| c.id == probes.container_id && runtime_status::is_running(c))
+        });
+        let pod_containers = Arc::new(running_containers(runtime));
+        let mut ports: Vec<u16> = self
+            .pod
+            .spec
+            .iter()
+            .flat_map(|s| {
+                s.containers
+                    .iter()
+                    .chain(s.init_containers.iter().flatten())
+            })
+            .flat_map(|c| c.ports.iter().flatten())
+            .filter_map(|p| u16::try_from(p.container_port).ok())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        for (name, configs) in &self.probe_configs {
+            if self.probes.contains_key(name) {
+                continue;
+            }
+            let Some(running) = runtime
+                .latest(name)
+                .filter(|c| runtime_status::is_running(c))
+            else {
+                continue;
+            };
+            let target = ProbeTarget {
+                cri: self.node.cri.clone(),
+                plugins: self.node.prober.plugins.clone(),
+                metrics: self.node.prober.metrics.clone(),
+                namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
+                pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
+                pod_uid: self.uid.clone(),
+                container: name.clone(),
+                container_id: running.id.clone(),
+                pod_ip: pod_ip.to_string(),
+                pod_ports: ports.clone(),
+                pod_containers: pod_containers.clone(),
+            };
+            let weak = self.myself.clone();
+            let notify: prober::Notify = Arc::new(move || {
+                if let Some(inbox) = weak.upgrade() {
+                    let _ = inbox.send(WorkerMessage::Sync);
+                }
+            });
+            let started_at =
+                runtime_status::time_of(running.started_at).unwrap_or_else(SystemTime::now);
+            debug!(container = %name, id = %running.id, probes = configs.len(), "starting probes");
+            self.probes.insert(
+                name.clone(),
+                ContainerProbes::start(
+                    &self.node.prober,
+                    target,
+                    configs.clone(),
+                    started_at,
+                    notify,
+                ),
+            );
+        }
     }
 
     /// Restarts `container` after its previous attempt `last` exited, unless CrashLoopBackOff
@@ -558,7 +710,35 @@ impl PodWorker {
         };
         match self.node.cri.start_container(&id).await {
             Ok(()) => {
-                info!(container = %container.name, id = %id, restart_count, "container started")
+                info!(container = %container.name, id = %id, restart_count, "container started");
+                let declared = container
+                    .lifecycle
+                    .as_ref()
+                    .is_some_and(|l| l.post_start.is_some());
+                if declared
+                    || self
+                        .node
+                        .prober
+                        .plugins
+                        .has(crate::plugin::World::LifecycleHooks)
+                {
+                    let hooks = self.hooks(runtime, &facts.pod_ip);
+                    if let Err(message) = hooks.post_start(container, &id).await {
+                        // Upstream kills the container; it restarts per its policy.
+                        warn!(container = %container.name, reason = crate::lifecycle::HookKind::PostStart.failure_reason(), %message, "postStart hook failed; killing the container");
+                        if let Err(error) =
+                            hooks.kill(&container.name, &id, self.grace_period()).await
+                        {
+                            warn!(container = %container.name, %error, "killing the container after its failed postStart hook failed");
+                        }
+                        outcome.wait(
+                            &container.name,
+                            "PostStartHookError",
+                            message,
+                            Duration::from_millis(100),
+                        );
+                    }
+                }
             }
             // The runtime records the failed start (exit 128, StartError); the next sync
             // restarts it under back-off like any other failure.
@@ -660,7 +840,14 @@ impl PodWorker {
     ) {
         self.last_published = Some((runtime.clone(), waiting.clone()));
         let previous = self.node.store.get(&self.uid).and_then(|p| p.status);
+        let probes: HashMap<String, prober::ProbeView> = self
+            .probes
+            .iter()
+            .filter(|(name, p)| runtime.latest(name).is_some_and(|c| c.id == p.container_id))
+            .map(|(name, p)| (name.clone(), p.view()))
+            .collect();
         let status = status::generate(&StatusInput {
+            probes: &probes,
             pod: &self.pod,
             runtime,
             waiting,
@@ -703,7 +890,8 @@ impl PodWorker {
         let runtime = loop {
             let result = async {
                 let runtime = self.fetch().await?;
-                stop_all(&self.node.cri, &runtime, |_| grace).await?;
+                let hooks = self.hooks(&runtime, &self.pod_ip(&runtime));
+                stop_all(&self.node.cri, &runtime, |_| grace, Some(&hooks)).await?;
                 for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
                     self.node
                         .cri
@@ -748,7 +936,7 @@ impl PodWorker {
 
     async fn stop_containers(&self, runtime: &PodRuntimeStatus) -> Result<(), CriError> {
         let grace = self.grace_period();
-        stop_all(&self.node.cri, runtime, |_| grace).await
+        stop_all(&self.node.cri, runtime, |_| grace, None).await
     }
 
     /// Graceful termination and removal of everything the runtime holds for the pod.
@@ -762,6 +950,8 @@ impl PodWorker {
                 self.pod.metadata.deletion_grace_period_seconds;
             self.node.store.set(stored);
         }
+        // No probe acts on a pod being deleted (upstream sets liveness and startup to success).
+        self.probes.clear();
         info!(grace_s = grace.as_secs(), "terminating pod");
         let mut retry = Duration::from_millis(200);
         loop {
@@ -783,21 +973,35 @@ impl PodWorker {
             }
         }
         self.node.store.remove(&self.uid);
+        self.node.prober.metrics.forget_pod(&self.uid);
         info!("pod terminated and removed");
     }
 
     async fn kill_and_remove(&self) -> Result<(), CriError> {
         let runtime = self.fetch().await?;
         let grace = self.grace_period();
-        kill_and_remove(&self.node.cri, &runtime, |_| grace).await
+        let hooks = self.hooks(&runtime, &self.pod_ip(&runtime));
+        kill_and_remove(&self.node.cri, &runtime, |_| grace, Some(&hooks)).await
     }
 }
 
-/// Stops every live container in parallel, each with its own grace period.
+/// Name -> ID of the pod's running containers.
+fn running_containers(runtime: &PodRuntimeStatus) -> HashMap<String, String> {
+    runtime
+        .containers
+        .iter()
+        .filter(|c| runtime_status::is_running(c))
+        .map(|c| (runtime_status::container_name(c).to_string(), c.id.clone()))
+        .collect()
+}
+
+/// Stops every live container in parallel, each with its own grace period; with `hooks`,
+/// each container's preStop hooks run first and their time is taken from its grace.
 async fn stop_all(
     cri: &CriClient,
     runtime: &PodRuntimeStatus,
     grace: impl Fn(&api::ContainerStatus) -> Duration,
+    hooks: Option<&PodHooks>,
 ) -> Result<(), CriError> {
     let stops = runtime.live_containers().map(|c| {
         let cri = cri.clone();
@@ -805,10 +1009,14 @@ async fn stop_all(
         let name = runtime_status::container_name(c).to_string();
         let grace = grace(c);
         async move {
-            debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
-            cri.stop_container(&id, grace)
-                .await
-                .or_else(ignore_not_found)
+            match hooks {
+                Some(hooks) => hooks.kill(&name, &id, grace).await,
+                None => {
+                    debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
+                    cri.stop_container(&id, grace).await
+                }
+            }
+            .or_else(ignore_not_found)
         }
     });
     futures::future::join_all(stops).await.into_iter().collect()
@@ -819,8 +1027,9 @@ async fn kill_and_remove(
     cri: &CriClient,
     runtime: &PodRuntimeStatus,
     grace: impl Fn(&api::ContainerStatus) -> Duration,
+    hooks: Option<&PodHooks>,
 ) -> Result<(), CriError> {
-    stop_all(cri, runtime, grace).await?;
+    stop_all(cri, runtime, grace, hooks).await?;
     for sandbox in &runtime.sandboxes {
         cri.stop_pod_sandbox(&sandbox.id)
             .await
@@ -855,7 +1064,7 @@ pub async fn remove_orphan(node: Arc<NodeRuntime>, uid: String) {
     let mut retry = Duration::from_millis(200);
     loop {
         let result = match PodRuntimeStatus::fetch(&node.cri, &uid, &node.node.node_name).await {
-            Ok(runtime) => kill_and_remove(&node.cri, &runtime, grace_of).await,
+            Ok(runtime) => kill_and_remove(&node.cri, &runtime, grace_of, None).await,
             Err(error) => Err(error),
         };
         match result {

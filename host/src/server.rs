@@ -29,6 +29,8 @@ pub struct ServerState {
     pub evictions: Arc<crate::eviction::DecisionLog>,
     /// Set once the runtime has answered (the Node names its version).
     pub node: Arc<std::sync::OnceLock<crate::node_status::NodeFacts>>,
+    /// The prober's metrics, served at `/metrics/probes`.
+    pub probe_metrics: Arc<crate::prober::metrics::ProbeMetrics>,
 }
 
 /// The Node object: capacity, allocatable and the pressure conditions.
@@ -60,6 +62,18 @@ async fn metrics(State(state): State<ServerState>) -> Response {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         state.metrics.encode(),
+    )
+        .into_response()
+}
+
+/// Upstream's `/metrics/probes`: `prober_probe_total` and `prober_probe_duration_seconds`.
+async fn probe_metrics(State(state): State<ServerState>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.probe_metrics.encode(),
     )
         .into_response()
 }
@@ -201,6 +215,7 @@ pub fn read_only_router(state: ServerState) -> Router {
         .route("/metrics", get(metrics))
         .route("/node", get(node))
         .route("/evictions", get(evictions))
+        .route("/metrics/probes", get(probe_metrics))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),

@@ -25,6 +25,9 @@ pub struct StatusInput<'a> {
     pub runtime: &'a PodRuntimeStatus,
     /// Container name -> why it waits, as decided by the last sync.
     pub waiting: &'a HashMap<String, Waiting>,
+    /// Container name -> what its probes say of its running container; a running container
+    /// without an entry has no probes: it is started and ready.
+    pub probes: &'a HashMap<String, crate::prober::ProbeView>,
     pub host_ip: &'a str,
     /// Prefix of container IDs (`containerd`).
     pub runtime_name: &'a str,
@@ -110,14 +113,15 @@ fn container_status(
         (None, Some(_)) => (waiting("ContainerCreating", None), terminated_of(previous)),
     };
     let running = state.running.is_some();
+    let probed = input.probes.get(&container.name);
     ContainerStatus {
         name: container.name.clone(),
         image: container.image.clone().unwrap_or_default(),
         image_id: latest.map(|c| c.image_ref.clone()).unwrap_or_default(),
         container_id: latest.map(|c| format!("{}://{}", input.runtime_name, c.id)),
         restart_count: latest.map_or(0, |c| runtime_status::attempt(c) as i32),
-        ready: running,
-        started: Some(running),
+        ready: running && probed.is_none_or(|p| p.ready),
+        started: Some(running && probed.is_none_or(|p| p.started)),
         state: Some(state),
         last_state: Some(last_state.unwrap_or_default()),
         ..Default::default()

@@ -184,6 +184,9 @@ impl SyncLoop {
         if let Some(message) = unsupported {
             return self.reject(pod, uid, "UnsupportedVolume", message);
         }
+        if let Some(message) = self.plugin_admission(&pod) {
+            return self.reject(pod, uid, "PluginAdmission", message);
+        }
         let full_name = pod_worker::full_name(&pod);
         let predecessor = self
             .workers
@@ -196,6 +199,7 @@ impl SyncLoop {
             pod: &pod,
             runtime: &Default::default(),
             waiting: &Default::default(),
+            probes: &Default::default(),
             host_ip: &self.node.node.node_ip,
             runtime_name: &self.node.runtime_name,
             start_time: None,
@@ -205,6 +209,76 @@ impl SyncLoop {
         self.node.store.set(pending);
         self.workers
             .insert(uid, pod_worker::spawn(self.node.clone(), pod, predecessor));
+    }
+
+    /// Asks the `lifecycle-hooks` plugins whether `pod` may run, after the built-in handlers
+    /// admitted it; `Some(message)` rejects it. Runs inline (bounded by each plugin's
+    /// deadline) so that admission stays one ordered decision per pod, as upstream's.
+    fn plugin_admission(&self, pod: &k8s_openapi::api::core::v1::Pod) -> Option<String> {
+        use crate::plugin::bindings::types;
+        let plugins = &self.node.prober.plugins;
+        if !plugins.has(crate::plugin::World::LifecycleHooks) {
+            return None;
+        }
+        let spec = pod.spec.clone().unwrap_or_default();
+        let has = |c: &k8s_openapi::api::core::v1::Container, limits: bool, name: &str| {
+            c.resources
+                .as_ref()
+                .and_then(|r| {
+                    if limits {
+                        r.limits.as_ref()
+                    } else {
+                        r.requests.as_ref()
+                    }
+                })
+                .is_some_and(|m| m.contains_key(name))
+        };
+        let container =
+            |c: &k8s_openapi::api::core::v1::Container, is_init: bool| types::AdmissionContainer {
+                name: c.name.clone(),
+                is_init,
+                has_cpu_request: has(c, false, "cpu"),
+                has_memory_request: has(c, false, "memory"),
+                has_cpu_limit: has(c, true, "cpu"),
+                has_memory_limit: has(c, true, "memory"),
+            };
+        let containers = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| container(c, true))
+            .chain(spec.containers.iter().map(|c| container(c, false)))
+            .collect();
+        let admission = types::AdmissionPod {
+            index: 0,
+            priority: spec.priority.unwrap_or(0),
+            qos: match crate::cri::pod_config::pod_qos(pod) {
+                crate::resources::QosClass::Guaranteed => types::QosClass::Guaranteed,
+                crate::resources::QosClass::Burstable => types::QosClass::Burstable,
+                crate::resources::QosClass::BestEffort => types::QosClass::BestEffort,
+            },
+            // Every pod here comes from the static manifest directory, and upstream counts
+            // static pods as critical.
+            is_static: true,
+            is_critical: true,
+            containers,
+        };
+        let m = &pod.metadata;
+        let meta = crate::plugin::state::PodMeta {
+            namespace: m.namespace.clone().unwrap_or_default(),
+            name: m.name.clone().unwrap_or_default(),
+            uid: m.uid.clone().unwrap_or_default(),
+            labels: m.labels.clone().unwrap_or_default(),
+            annotations: m.annotations.clone().unwrap_or_default(),
+        };
+        let decision = tokio::task::block_in_place(|| plugins.admit(&admission, meta));
+        match decision {
+            Ok(_) => None,
+            Err((message, by)) => {
+                info!(pod = %pod_worker::full_name(pod), decided_by = ?by, %message, "admission plugin rejected the pod");
+                Some(message)
+            }
+        }
     }
 
     /// Forgets finished workers and terminates pods the runtime holds that nobody wants,

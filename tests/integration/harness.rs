@@ -296,6 +296,11 @@ impl Node {
         })
     }
 
+    /// Whether the runtime has `image` (e.g. `wasmlet-test:local`, which scripts/test.sh builds).
+    pub fn image_present(&self, image: &str) -> bool {
+        self.with_retries(|| self.cri.image_status(image)).is_some()
+    }
+
     /// Runs a CRI call, retrying for a few seconds: the first call after a runtime restart
     /// fails on the dead connection.
     fn with_retries<T, F: std::future::Future<Output = Result<T, wasmlet::cri::CriError>>>(
@@ -374,4 +379,39 @@ pub fn container_status<'a>(pod: &'a Value, container: &str) -> &'a Value {
 /// Seconds of a `Duration` for messages.
 pub fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// The status of condition `kind` of a pod from `/pods` (`""` when absent).
+pub fn condition(pod: &Value, kind: &str) -> String {
+    pod["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A plugin component built by scripts/build-plugins.sh (`plugins/` or `tests/guests/`).
+pub fn built_plugin(name: &str) -> PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = [
+        "plugins/target/wasm32-wasip2/release",
+        "tests/guests/target/wasm32-wasip2/release",
+    ]
+    .iter()
+    .map(|dir| root.join(dir).join(format!("{name}.wasm")))
+    .find(|p| p.exists())
+    .unwrap_or_else(|| panic!("{name}.wasm is not built: run scripts/build-plugins.sh"));
+    path
+}
+
+/// Seconds between two RFC 3339 times of a status.
+pub fn seconds_between(from: &Value, to: &Value) -> f64 {
+    let parse = |v: &Value| {
+        v.as_str()
+            .and_then(|s| s.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .unwrap_or_else(|| panic!("not a time: {v}"))
+    };
+    let (from, to) = (parse(from), parse(to));
+    (to.as_nanosecond() - from.as_nanosecond()) as f64 / 1e9
 }

@@ -37,6 +37,17 @@ impl CriError {
         )
     }
 
+    /// The call (or the command it ran) outlived its deadline.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            CriError::Rpc {
+                code: tonic::Code::DeadlineExceeded,
+                ..
+            } | CriError::Timeout { .. }
+        )
+    }
+
     /// The runtime could not be reached at all, as opposed to refusing the request.
     pub fn is_unavailable(&self) -> bool {
         matches!(
@@ -290,6 +301,28 @@ impl CriClient {
             code: tonic::Code::Internal,
             message: format!("runtime returned no status for container {id}"),
         })
+    }
+
+    /// Runs `cmd` in container `id` and waits for it (probes and hooks, as upstream's
+    /// `RunInContainer`). `timeout` bounds the command (zero: none); the runtime kills it when
+    /// the timeout passes and answers `DeadlineExceeded`, which [`CriError::is_timeout`] tells.
+    pub async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<api::ExecSyncResponse, CriError> {
+        let request = api::ExecSyncRequest {
+            container_id: id.into(),
+            cmd,
+            // CRI takes whole seconds; round up so a sub-second timeout is not "none".
+            timeout: timeout.as_millis().div_ceil(1000) as i64,
+        };
+        call!(
+            self.runtime.exec_sync(request),
+            "ExecSync",
+            self.timeout + timeout
+        )
     }
 
     /// The image if present locally; `None` when the runtime does not have it.

@@ -243,9 +243,17 @@ impl PluginRegistry {
         request: &types::ProbeRequest,
         scope: PodScope,
     ) -> types::ProbeResult {
+        let Some(slot) = self
+            .slot_named(plugin)
+            .filter(|s| s.world == World::ProbeHandler)
+        else {
+            return types::ProbeResult {
+                outcome: types::ProbeOutcome::Failure,
+                message: format!("no probe-handler plugin named {plugin:?} is configured"),
+            };
+        };
         let answer = ask(
-            self.slot_named(plugin)
-                .filter(|s| s.world == World::ProbeHandler),
+            Some(slot),
             CallMeta::default(),
             Some(scope),
             |store, bindings| match bindings {
@@ -263,29 +271,111 @@ impl PluginRegistry {
         }
     }
 
-    /// Asks the admission plugin (if any) whether `pod` may run; a fault admits it.
+    /// Asks every `lifecycle-hooks` plugin, in config order, whether `pod` may run: the first
+    /// rejection decides. A plugin's fault admits the pod as far as that plugin goes (fail
+    /// open); with no plugin the pod is admitted by the built-in handlers alone.
     pub fn admit(
         &self,
         pod: &types::AdmissionPod,
         meta: PodMeta,
     ) -> Result<DecidedBy, (String, DecidedBy)> {
-        let answer = ask(
-            self.slot(World::LifecycleHooks),
-            CallMeta {
-                pods: std::sync::Arc::new(vec![meta]),
-                image_tags: Default::default(),
-            },
-            None,
-            |store, bindings| match bindings {
-                WorldBindings::Hooks(b) => b.call_admit(store, pod).map(Ok),
-                _ => Err(wrong_world()),
-            },
-            |_| Ok(()),
-        );
-        match answer {
-            Ok((Ok(()), by)) => Ok(by),
-            Ok((Err(reason), by)) => Err((reason, by)),
-            Err(reason) => Ok(DecidedBy::BuiltIn { reason }),
+        let meta = std::sync::Arc::new(vec![meta]);
+        let mut decided = DecidedBy::BuiltIn {
+            reason: "no plugin configured".into(),
+        };
+        for slot in self.slots_of(World::LifecycleHooks) {
+            let answer = ask(
+                Some(slot),
+                CallMeta {
+                    pods: meta.clone(),
+                    image_tags: Default::default(),
+                },
+                None,
+                |store, bindings| match bindings {
+                    WorldBindings::Hooks(b) => b.call_admit(store, pod).map(Ok),
+                    _ => Err(wrong_world()),
+                },
+                |_| Ok(()),
+            );
+            match answer {
+                Ok((Ok(()), by)) => decided = by,
+                Ok((Err(reason), by)) => return Err((reason, by)),
+                Err(reason) => {
+                    tracing::warn!(%reason, "admission plugin faulted; admitting as far as it goes");
+                    decided = DecidedBy::BuiltIn { reason }
+                }
+            }
         }
+        Ok(decided)
+    }
+
+    /// Runs every `lifecycle-hooks` plugin's `post-start` for `container`, each scoped to the
+    /// pod and bounded by the smaller of its own deadline and `scope.deadline`. The first
+    /// failure (an error, a trap, a deadline overrun) is returned with the plugin's name.
+    pub fn post_start(
+        &self,
+        container: &str,
+        meta: PodMeta,
+        scope: PodScope,
+    ) -> Result<(), String> {
+        self.hooks(meta, scope, |store, bindings| match bindings {
+            WorldBindings::Hooks(b) => b.call_post_start(store, container),
+            _ => Err(wrong_world()),
+        })
+    }
+
+    /// Runs every `lifecycle-hooks` plugin's `pre-stop` for `container` with the grace left
+    /// (each bounded as in [`PluginRegistry::post_start`]); the first failure is returned.
+    pub fn pre_stop(&self, container: &str, meta: PodMeta, scope: PodScope) -> Result<(), String> {
+        self.hooks(meta, scope, |store, bindings| {
+            let grace_ms = store.data().scope.as_ref().map_or(0, |s| {
+                s.deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_millis()
+                    .min(u128::from(u32::MAX)) as u32
+            });
+            match bindings {
+                WorldBindings::Hooks(b) => b.call_pre_stop(store, container, grace_ms),
+                _ => Err(wrong_world()),
+            }
+        })
+    }
+
+    fn hooks(
+        &self,
+        meta: PodMeta,
+        scope: PodScope,
+        call: impl Fn(
+            &mut wasmtime::Store<super::state::HostState>,
+            &WorldBindings,
+        ) -> wasmtime::Result<Result<(), String>>,
+    ) -> Result<(), String> {
+        let meta = std::sync::Arc::new(vec![meta]);
+        for slot in self.slots_of(World::LifecycleHooks) {
+            // A plugin that is not serving (not loaded, or failed) has no hook to run.
+            let Some(version) = slot.serving() else {
+                continue;
+            };
+            let mut scope = scope.clone();
+            scope.deadline = scope.deadline.min(Instant::now() + version.deadline());
+            let name = slot.name.clone();
+            let answer = ask(
+                Some(slot),
+                CallMeta {
+                    pods: meta.clone(),
+                    image_tags: Default::default(),
+                },
+                Some(scope),
+                // A hook's `err` is an answer, not a fault of the plugin.
+                |store, bindings| call(store, bindings).map(Ok),
+                |_| Ok(()),
+            );
+            match answer {
+                Ok((Ok(()), _)) => {}
+                Ok((Err(reason), _)) => return Err(format!("plugin {name}: {reason}")),
+                Err(reason) => return Err(reason),
+            }
+        }
+        Ok(())
     }
 }

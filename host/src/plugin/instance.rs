@@ -154,12 +154,11 @@ impl LoadedPlugin {
     }
 
     fn arm(&self, store: &mut Store<HostState>) {
-        let ticks = self
-            .spec
-            .limits
-            .deadline_ms
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1);
+        self.arm_for(store, self.spec.limits.deadline_ms);
+    }
+
+    fn arm_for(&self, store: &mut Store<HostState>, deadline_ms: u64) {
+        let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1);
         store.set_epoch_deadline(ticks);
         let _ = store.set_fuel(self.spec.limits.fuel.unwrap_or(u64::MAX));
     }
@@ -225,13 +224,21 @@ impl LoadedPlugin {
             *slot = Some(self.instantiate()?);
         }
         let warm = slot.as_mut().expect("instance just built");
+        // A call scoped to a pod (a probe or hook) runs until the scope's deadline: the
+        // probe's timeout, or what the host allows the hook.
+        let deadline_ms = scope.as_ref().map_or(self.spec.limits.deadline_ms, |s| {
+            s.deadline
+                .saturating_duration_since(std::time::Instant::now())
+                .as_millis()
+                .max(1) as u64
+        });
         {
             let state = warm.store.data_mut();
             state.meta = meta;
             state.scope = scope;
             state.log_budget = super::state::LOG_BUDGET;
         }
-        self.arm(&mut warm.store);
+        self.arm_for(&mut warm.store, deadline_ms);
         let result = {
             let _ticking = self.engine.begin_call();
             f(&mut warm.store, &warm.bindings)
@@ -246,7 +253,10 @@ impl LoadedPlugin {
             Err(error) => {
                 // A trap poisons the instance: the next call gets a fresh one.
                 *slot = None;
-                Err(classify(error, &self.spec))
+                Err(match classify(error, &self.spec) {
+                    Fault::Deadline(_) => Fault::Deadline(deadline_ms),
+                    fault => fault,
+                })
             }
         }
     }

@@ -221,6 +221,21 @@ impl PluginRegistry {
             .cloned()
     }
 
+    /// Every plugin configured for `world`, in config order.
+    pub fn slots_of(&self, world: World) -> Vec<Arc<PluginSlot>> {
+        self.slots
+            .load()
+            .iter()
+            .filter(|s| s.world == world)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether any plugin serves `world` (lets callers skip building a call's input).
+    pub fn has(&self, world: World) -> bool {
+        self.slots.load().iter().any(|s| s.world == world)
+    }
+
     /// The plugin named `name`.
     pub fn slot_named(&self, name: &str) -> Option<Arc<PluginSlot>> {
         self.slots.load().iter().find(|s| s.name == name).cloned()

@@ -37,6 +37,15 @@ fn generate_for(
     containers: Vec<api::ContainerStatus>,
     waiting: HashMap<String, Waiting>,
 ) -> PodStatus {
+    generate_probed(pod, containers, waiting, HashMap::new())
+}
+
+fn generate_probed(
+    pod: &Pod,
+    containers: Vec<api::ContainerStatus>,
+    waiting: HashMap<String, Waiting>,
+    probes: HashMap<String, crate::prober::ProbeView>,
+) -> PodStatus {
     let runtime = PodRuntimeStatus {
         sandboxes: vec![Sandbox {
             id: "s".into(),
@@ -51,6 +60,7 @@ fn generate_for(
         pod,
         runtime: &runtime,
         waiting: &waiting,
+        probes: &probes,
         host_ip: "10.0.0.1",
         runtime_name: "containerd",
         start_time: None,
@@ -168,4 +178,55 @@ fn init_containers_gate_the_pod() {
         init_cond.message.as_deref(),
         Some("containers with incomplete status: [i]")
     );
+}
+
+#[test]
+fn probes_decide_ready_and_started() {
+    use crate::prober::ProbeView;
+    let p = pod(ONE);
+    let condition = |status: &PodStatus, kind: &str| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == kind)
+            .map(|c| c.status.clone())
+            .unwrap()
+    };
+    let unready = HashMap::from([(
+        "c".to_string(),
+        ProbeView {
+            started: true,
+            ready: false,
+        },
+    )]);
+    let status = generate_probed(&p, vec![running("c", 0)], HashMap::new(), unready);
+    let c = &status.container_statuses.as_ref().unwrap()[0];
+    assert!(!c.ready);
+    assert_eq!(c.started, Some(true));
+    assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert_eq!(condition(&status, "Ready"), "False");
+    assert_eq!(condition(&status, "ContainersReady"), "False");
+    let starting = HashMap::from([(
+        "c".to_string(),
+        ProbeView {
+            started: false,
+            ready: false,
+        },
+    )]);
+    let status = generate_probed(&p, vec![running("c", 0)], HashMap::new(), starting);
+    assert_eq!(
+        status.container_statuses.as_ref().unwrap()[0].started,
+        Some(false)
+    );
+    let ready = HashMap::from([(
+        "c".to_string(),
+        ProbeView {
+            started: true,
+            ready: true,
+        },
+    )]);
+    let status = generate_probed(&p, vec![running("c", 0)], HashMap::new(), ready);
+    assert!(status.container_statuses.as_ref().unwrap()[0].ready);
+    assert_eq!(condition(&status, "Ready"), "True");
 }

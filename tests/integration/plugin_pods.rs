@@ -1,0 +1,232 @@
+//! Plugins on real pods: a probe plugin (probe-json-health) chosen by annotation drives
+//! readiness; a faulty probe plugin (panics, endless loop, runaway allocation) only fails its
+//! own probes; an admission plugin (admission-require-limits) refuses a pod with a reason;
+//! a preStop plugin (hooks-drain) calls the pod's drain endpoint before SIGTERM.
+
+use crate::harness::{built_plugin, condition, container_status, Node, NodeOptions};
+use std::time::Duration;
+
+/// A node serving `plugins` (YAML list items); the returned directory holds their config.
+fn node_with_plugins(name: &str, plugins: &str) -> (Node, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("plugins.yaml");
+    std::fs::write(
+        &config,
+        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"),
+    )
+    .unwrap();
+    let node = Node::start_with(
+        name,
+        NodeOptions {
+            extra_wasmlet: format!(
+                "containerRestartBackOff: {{initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}}\npluginConfig: {}\n",
+                config.display()
+            ),
+            ..Default::default()
+        },
+    );
+    (node, dir)
+}
+
+fn plugin_report(node: &Node, name: &str) -> serde_json::Value {
+    let report = node.get_json("/plugins");
+    report["plugins"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == name).cloned())
+        .unwrap_or_else(|| panic!("plugin {name} not in {report}"))
+}
+
+const JSON_SERVER: &str = r#"    command:
+    - sh
+    - -c
+    - |
+      mkdir -p /www
+      echo '{"status": "ok"}' > /www/health
+      (sleep 5; echo '{"status": "degraded"}' > /www/health) &
+      exec httpd -f -p 8080 -h /www
+    ports: [{containerPort: 8080}]
+"#;
+
+#[test]
+fn probe_plugins_on_real_pods_and_a_faulty_one_contained() {
+    let (mut node, _plugins) = node_with_plugins(
+        "t-probe-plugin",
+        &format!(
+            "- name: json-health\n  world: probe-handler\n  path: {}\n\
+             - name: faulty\n  world: probe-handler\n  path: {}\n  limits: {{memoryMiB: 16}}\n",
+            built_plugin("probe_json_health").display(),
+            built_plugin("guest_probe_fault").display()
+        ),
+    );
+    node.write_manifest(
+        "jh.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: jh\n  annotations:\n    probe.wasmlet.dev/web.readiness: json-health\n    probe.wasmlet.dev/web.readiness.args: '{{\"port\": 8080, \"path\": \"/health\"}}'\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: web\n    image: docker.io/library/busybox:local\n{JSON_SERVER}    readinessProbe: {{periodSeconds: 1, failureThreshold: 1, tcpSocket: {{port: 8080}}}}\n"
+        ),
+    );
+    for fault in ["panic", "loop", "alloc"] {
+        node.write_manifest(
+            &format!("{fault}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {fault}\n  annotations:\n    probe.wasmlet.dev/main.readiness: faulty\n    probe.wasmlet.dev/main.readiness.args: '{{\"fault\": \"{fault}\"}}'\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'exec sleep 600']\n    readinessProbe: {{periodSeconds: 1, timeoutSeconds: 1, exec: {{command: ['true']}}}}\n"
+            ),
+        );
+    }
+    // The plugin reads the health document: Ready while it says "ok"...
+    node.wait_for("Ready through the plugin", Duration::from_secs(30), |n| {
+        n.pod("jh").filter(|p| condition(p, "Ready") == "True")
+    });
+    // ...and not Ready once it says "degraded", with the plugin's reason.
+    node.wait_for("not Ready once degraded", Duration::from_secs(30), |n| {
+        n.pod("jh").filter(|p| condition(p, "Ready") == "False")
+    });
+    let pod = node.pod("jh").unwrap();
+    assert_eq!(container_status(&pod, "web")["restartCount"], 0);
+    assert!(
+        node.log()
+            .contains(r#"status is \"degraded\", expected \"ok\""#)
+            || node
+                .log()
+                .contains(r#"status is "degraded", expected "ok""#),
+        "the plugin's message is logged"
+    );
+    assert!(
+        plugin_report(&node, "json-health")["calls"]
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+
+    // The faulty plugin faults on every call; its pods run, never ready, and nothing else
+    // is touched.
+    let faulty = node.wait_for("faults counted", Duration::from_secs(30), |n| {
+        let report = plugin_report(n, "faulty");
+        (report["faults"].as_u64()? >= 3).then_some(report)
+    });
+    assert!(faulty["lastFault"].is_string(), "{faulty}");
+    for fault in ["panic", "loop", "alloc"] {
+        let pod = node.pod(fault).unwrap();
+        assert_eq!(pod["status"]["phase"], "Running", "{pod}");
+        assert_eq!(container_status(&pod, "main")["ready"], false);
+        assert_eq!(container_status(&pod, "main")["restartCount"], 0);
+    }
+    let log = node.log();
+    assert!(
+        log.contains("deadline") && (log.contains("trap") || log.contains("panic")),
+        "faults are reported with their reason"
+    );
+    node.assert_running();
+    // The node still serves and the healthy plugin still answers.
+    let calls = plugin_report(&node, "json-health")["calls"]
+        .as_u64()
+        .unwrap();
+    node.wait_for("json-health still called", Duration::from_secs(10), |n| {
+        (plugin_report(n, "json-health")["calls"].as_u64()? > calls).then_some(())
+    });
+    let metrics = node.try_get("/metrics/probes").unwrap();
+    assert!(
+        metrics.contains("probe_type=\"Readiness\",result=\"failed\",container=\"main\",pod=\"panic-t-probe-plugin\""),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn admission_and_drain_plugins_on_real_pods() {
+    let (node, _plugins) = node_with_plugins(
+        "t-hook-plugins",
+        &format!(
+            "- name: require-limits\n  world: lifecycle-hooks\n  path: {}\n  config: {{namespaces: [prod]}}\n\
+             - name: drain\n  world: lifecycle-hooks\n  path: {}\n  limits: {{deadlineMs: 5000}}\n  config: {{port: 8080, path: /cgi-bin/drain, waitMs: 1000, reserveMs: 2000, containers: [web]}}\n",
+            built_plugin("admission_require_limits").display(),
+            built_plugin("hooks_drain").display()
+        ),
+    );
+    let sleeper = |name: &str, namespace: &str, resources: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: {namespace}}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n{resources}"
+        )
+    };
+    node.write_manifest("nolimits.yaml", &sleeper("nolimits", "prod", ""));
+    node.write_manifest(
+        "limited.yaml",
+        &sleeper(
+            "limited",
+            "prod",
+            "    resources: {limits: {cpu: 100m, memory: 32Mi}}\n",
+        ),
+    );
+    node.write_manifest("elsewhere.yaml", &sleeper("elsewhere", "default", ""));
+    let refused = node.wait_phase("nolimits", "Failed", Duration::from_secs(30));
+    assert_eq!(refused["status"]["reason"], "PluginAdmission", "{refused}");
+    let message = refused["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("container \"main\" has no cpu and memory limits"),
+        "{message}"
+    );
+    assert!(
+        node.containers(Some("nolimits")).is_empty(),
+        "a refused pod runs nothing"
+    );
+    node.wait_phase("limited", "Running", Duration::from_secs(30));
+    node.wait_phase("elsewhere", "Running", Duration::from_secs(30));
+
+    // The drain hook calls the pod's endpoint before SIGTERM.
+    let shared = node.dir.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    node.write_manifest(
+        "web.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: web}}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: web
+    image: docker.io/library/busybox:local
+    command:
+    - sh
+    - -c
+    - |
+      mkdir -p /www/cgi-bin
+      printf '#!/bin/sh\necho "Content-Type: text/plain"\necho\necho draining\necho DRAIN $(date +%%s) >> /shared/events\n' > /www/cgi-bin/drain
+      chmod +x /www/cgi-bin/drain
+      trap 'echo TERM $(date +%s) >> /shared/events; exit 0' TERM
+      httpd -f -p 8080 -h /www &
+      echo UP >> /shared/events
+      wait
+    ports: [{{containerPort: 8080}}]
+    volumeMounts: [{{name: shared, mountPath: /shared}}]
+  volumes:
+  - {{name: shared, hostPath: {{path: {}, type: Directory}}}}
+"#,
+            shared.display()
+        ),
+    );
+    let events = shared.join("events");
+    node.wait_phase("web", "Running", Duration::from_secs(30));
+    node.wait_for("the server to run", Duration::from_secs(30), |_| {
+        std::fs::read_to_string(&events)
+            .ok()
+            .filter(|t| t.contains("UP"))
+    });
+    node.remove_manifest("web.yaml");
+    let text = node.wait_for("SIGTERM", Duration::from_secs(30), |_| {
+        std::fs::read_to_string(&events)
+            .ok()
+            .filter(|t| t.contains("TERM"))
+    });
+    let time_of = |tag: &str| -> u64 {
+        text.lines()
+            .find(|l| l.split(' ').next() == Some(tag))
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {tag} in {text:?}"))
+    };
+    let (drained, term) = (time_of("DRAIN"), time_of("TERM"));
+    assert!(
+        term >= drained + 1,
+        "drained, waited waitMs, then SIGTERM: {text:?}"
+    );
+    assert!(plugin_report(&node, "drain")["faults"] == 0);
+}
