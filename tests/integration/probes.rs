@@ -227,3 +227,28 @@ fn grpc_probe_of_an_unknown_service_fails() {
     assert_eq!(condition(&pod, "Ready"), "False");
     assert!(node.log().contains("health rpc probe failed: NotFound"));
 }
+
+#[test]
+fn exec_probe_past_its_timeout_fails() {
+    let node = Node::start("t-exec-timeout");
+    node.write_manifest(
+        "slow-exec.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: slow-exec}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    readinessProbe:\n      exec: {command: [sleep, '5']}\n      timeoutSeconds: 1\n      periodSeconds: 2\n      failureThreshold: 1\n",
+    );
+    node.wait_for(
+        "the timeout counted as a failure",
+        Duration::from_secs(30),
+        |n| {
+            let metrics = n.try_get("/metrics/probes")?;
+            metrics
+                .contains("probe_type=\"Readiness\",result=\"failed\",container=\"main\"")
+                .then_some(())
+        },
+    );
+    let pod = node.pod("slow-exec").unwrap();
+    assert_eq!(condition(&pod, "Ready"), "False");
+    assert!(
+        node.log().contains("timed out after 1s"),
+        "the reason names the timeout"
+    );
+}
