@@ -354,12 +354,8 @@ fn fleet(node: &Node) {
         std::thread::sleep(Duration::from_secs(15));
         let (w, c, s) = fleet_window(node, window);
         println!(
-            "| {pods} {} | {w:.2} | {c:.2} | {s:.2} | {:.2} |",
-            if probes {
-                "with 3 probes each"
-            } else {
-                "without probes"
-            },
+            "| {} | {w:.2} | {c:.2} | {s:.2} | {:.2} |",
+            probes.describe(),
             w + c + s
         );
         for i in 0..pods {
