@@ -154,8 +154,8 @@ impl PodHooks {
         let spent = self.pre_stop(name, id, grace).await;
         // Whole seconds, as upstream (`gracePeriod - int64(time.Since(start).Seconds())`):
         // CRI takes seconds, and a hook of a few milliseconds must not cost a second.
-        let left = Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs()))
-            .max(MINIMUM_GRACE);
+        let left =
+            Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs())).max(MINIMUM_GRACE);
         info!(container = %name, grace_s = left.as_secs(), prestop_ms = spent.as_millis() as u64, "stopping container");
         self.cri.stop_container(id, left).await
     }

@@ -423,6 +423,51 @@ mod tests {
     }
 
     #[test]
+    fn https_accepts_a_self_signed_certificate_as_upstream() {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use std::io::{Read, Write};
+        let cert = CertificateDer::from_pem_slice(include_bytes!("testdata/self-signed-cert.pem"))
+            .unwrap();
+        let key =
+            PrivateKeyDer::from_pem_slice(include_bytes!("testdata/self-signed-key.pem")).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+        let config = Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let connection = rustls::ServerConnection::new(config).unwrap();
+            let mut tls = rustls::StreamOwned::new(connection, tcp);
+            let mut buffer = [0u8; 2048];
+            let n = tls.read(&mut buffer).unwrap();
+            tls.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            String::from_utf8_lossy(&buffer[..n]).into_owned()
+        });
+        let get = HttpGet {
+            scheme: Scheme::Https,
+            ..action(port, "/secure")
+        };
+        assert_eq!(
+            get.url("127.0.0.1"),
+            format!("https://127.0.0.1:{port}/secure")
+        );
+        let answer = super::get(&get, "127.0.0.1", Duration::from_secs(5)).unwrap();
+        assert_eq!(answer.status, 204);
+        assert!(server.join().unwrap().starts_with("GET /secure HTTP/1.1"));
+    }
+
+    #[test]
     fn status_codes_as_upstream() {
         let answer = |status| Answer {
             status,
