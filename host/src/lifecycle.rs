@@ -42,8 +42,11 @@ impl HookKind {
 /// What the hooks of one pod may reach.
 #[derive(Clone)]
 pub struct PodHooks {
+    /// For exec handlers and `StopContainer`.
     pub cri: CriClient,
+    /// The `lifecycle-hooks` plugins, run after the spec's handler.
     pub plugins: Arc<PluginRegistry>,
+    /// The spec the handlers come from.
     pub pod: Pod,
     /// The pod IP (the node IP under hostNetwork): the default host of httpGet handlers.
     pub pod_ip: String,

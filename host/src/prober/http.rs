@@ -30,8 +30,11 @@ pub struct HttpGet {
     pub scheme: Scheme,
     /// `None`: the pod IP.
     pub host: Option<String>,
+    /// Resolved from a number or the container's port name.
     pub port: u16,
+    /// As given; a missing leading `/` is added when the URL is built.
     pub path: String,
+    /// `httpHeaders`, sent as given (a `User-Agent` or `Accept` here replaces the default).
     pub headers: Vec<(String, String)>,
 }
 
@@ -95,7 +98,9 @@ pub fn host_port(host: &str, port: u16) -> String {
 /// What a GET found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// The status of the last response (after same-host redirects).
     pub status: u16,
+    /// At most 10 KiB of its body, for messages.
     pub body: String,
     /// The redirect to another host that was not followed.
     pub foreign_redirect: Option<String>,
@@ -179,6 +184,7 @@ fn host_of(url: &str) -> String {
 /// Minimal URL joining for `Location` headers: absolute URLs as is, `/path` against the
 /// origin, anything else against the directory of the current path.
 mod url_lite {
+    /// An absolute URL split into origin and path.
     pub struct Url {
         origin: String,
         path: String,
@@ -197,6 +203,7 @@ mod url_lite {
     }
 
     impl Url {
+        /// Where `location` (a `Location` header) points, from this URL.
         pub fn join(&self, location: &str) -> String {
             if location.contains("://") {
                 location.to_string()

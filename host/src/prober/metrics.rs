@@ -62,6 +62,7 @@ impl Default for ProbeMetrics {
 }
 
 impl ProbeMetrics {
+    /// The two families, registered under upstream's names.
     pub fn new() -> Self {
         let results = Family::<ResultLabels, Counter>::default();
         let durations: HistogramFamily = Family::new_with_constructor(|| Histogram::new(BUCKETS));
