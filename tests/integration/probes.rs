@@ -252,3 +252,34 @@ fn exec_probe_past_its_timeout_fails() {
         "the reason names the timeout"
     );
 }
+
+#[test]
+fn failed_startup_probe_kills_with_the_probes_own_grace_period() {
+    let node = Node::start("t-startup-fail");
+    // The pod's grace is 60 s and sleep as PID 1 ignores SIGTERM: only the probe's own
+    // terminationGracePeriodSeconds (2 s) lets the restart come this soon.
+    node.write_manifest(
+        "never.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: never}\nspec:\n  terminationGracePeriodSeconds: 60\n  containers:\n  - name: app\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    startupProbe:\n      exec: {command: [test, -f, /tmp/never]}\n      periodSeconds: 1\n      failureThreshold: 2\n      terminationGracePeriodSeconds: 2\n",
+    );
+    let pod = node.wait_for(
+        "a restart after the startup probe failed",
+        Duration::from_secs(25),
+        |n| n.pod("never").filter(|p| restarts(p, "app") >= 1),
+    );
+    let killed = &container_status(&pod, "app")["lastState"]["terminated"];
+    let lived = seconds_between(&killed["startedAt"], &killed["finishedAt"]);
+    assert!(
+        lived < 20.0,
+        "stopped with the probe's 2 s, not the pod's 60 s: {lived} s"
+    );
+    let log = node.log();
+    assert!(
+        log.contains("failed its startup probe"),
+        "the kill is logged"
+    );
+    assert!(
+        log.contains("grace_s=2"),
+        "StopContainer got the probe's grace"
+    );
+}
