@@ -9,6 +9,10 @@ step() { printf '\n=== %s\n' "$*" >&2; }
 # The grpc probe tests need a gRPC health server in the test image (busybox has none): built
 # here, statically linked against glibc, and added to wasmlet-test:local by setup-node.sh.
 step "test image server: grpc_health_server (static)"
+# Static linking needs glibc's static archive (libc6-dev; gcc prints the bare name when absent).
+if [ "$(cc -print-file-name=libc.a)" = "libc.a" ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libc6-dev >&2
+fi
 cargo rustc --release -p wasmlet --example grpc_health_server -- -C target-feature=+crt-static -C strip=symbols
 export WASMLET_EXTRA_IMAGE_FILES="target/release/examples/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
 

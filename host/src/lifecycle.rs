@@ -42,8 +42,11 @@ impl HookKind {
 /// What the hooks of one pod may reach.
 #[derive(Clone)]
 pub struct PodHooks {
+    /// For exec handlers and `StopContainer`.
     pub cri: CriClient,
+    /// The `lifecycle-hooks` plugins, run after the spec's handler.
     pub plugins: Arc<PluginRegistry>,
+    /// The spec the handlers come from.
     pub pod: Pod,
     /// The pod IP (the node IP under hostNetwork): the default host of httpGet handlers.
     pub pod_ip: String,
@@ -152,7 +155,10 @@ impl PodHooks {
     /// then `StopContainer` with what is left (at least 2 s).
     pub async fn kill(&self, name: &str, id: &str, grace: Duration) -> Result<(), CriError> {
         let spent = self.pre_stop(name, id, grace).await;
-        let left = grace.saturating_sub(spent).max(MINIMUM_GRACE);
+        // Whole seconds, as upstream (`gracePeriod - int64(time.Since(start).Seconds())`):
+        // CRI takes seconds, and a hook of a few milliseconds must not cost a second.
+        let left =
+            Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs())).max(MINIMUM_GRACE);
         info!(container = %name, grace_s = left.as_secs(), prestop_ms = spent.as_millis() as u64, "stopping container");
         self.cri.stop_container(id, left).await
     }

@@ -60,6 +60,7 @@ impl ProbeKind {
         }
     }
 
+    /// Every kind, startup first: the order probes are resolved and reported in.
     pub const ALL: [ProbeKind; 3] = [
         ProbeKind::Startup,
         ProbeKind::Liveness,
@@ -128,10 +129,15 @@ pub enum Handler {
 pub struct ProbeConfig {
     pub kind: ProbeKind,
     pub handler: Handler,
+    /// `initialDelaySeconds`, counted from the container's `startedAt`.
     pub initial_delay: Duration,
+    /// `periodSeconds` (default 10 s, at least 1 s).
     pub period: Duration,
+    /// `timeoutSeconds` (default 1 s): bounds each run, and a probe plugin's whole call.
     pub timeout: Duration,
+    /// Consecutive successes before a success is published (default 1).
     pub success_threshold: u32,
+    /// Consecutive failures before a failure is published (default 3).
     pub failure_threshold: u32,
     /// The probe's own `terminationGracePeriodSeconds` for a liveness or startup kill.
     pub termination_grace: Option<Duration>,
@@ -277,13 +283,18 @@ pub fn container_probes(pod: &Pod, container: &Container) -> Vec<ProbeConfig> {
 /// What the probes of one running container may reach.
 #[derive(Clone)]
 pub struct ProbeTarget {
+    /// For `exec` probes and plugins' scoped exec.
     pub cri: CriClient,
+    /// For probe plugins.
     pub plugins: Arc<PluginRegistry>,
+    /// Where every run is counted.
     pub metrics: Arc<metrics::ProbeMetrics>,
+    /// The pod's namespace, name and UID and the container's name: the metrics' labels.
     pub namespace: String,
     pub pod_name: String,
     pub pod_uid: String,
     pub container: String,
+    /// The one container instance these probes watch; a restart gets new probe tasks.
     pub container_id: String,
     /// The pod IP (the node IP under hostNetwork): the default host of httpGet, tcpSocket
     /// and grpc probes.
@@ -298,6 +309,7 @@ pub struct ProbeTarget {
 #[derive(Debug, Clone)]
 pub struct Published {
     pub result: ProbeResult,
+    /// Why (the handler's message), for the log line that reports a change or a kill.
     pub message: String,
 }
 
@@ -341,7 +353,9 @@ pub type Notify = Arc<dyn Fn() + Send + Sync>;
 
 /// The node's prober: what every probe task shares.
 pub struct Prober {
+    /// Served at `/metrics/probes`.
     pub metrics: Arc<metrics::ProbeMetrics>,
+    /// Probe, hook and admission plugins.
     pub plugins: Arc<PluginRegistry>,
     /// When this wasmlet started: probes of containers found running within the first
     /// period are spread over it, as upstream does after a kubelet restart.
@@ -349,6 +363,7 @@ pub struct Prober {
 }
 
 impl Prober {
+    /// A prober with empty metrics, asking `plugins` for plugin probes.
     pub fn new(plugins: Arc<PluginRegistry>) -> Self {
         Self {
             metrics: Arc::new(metrics::ProbeMetrics::new()),
@@ -360,6 +375,7 @@ impl Prober {
 
 /// The probe tasks of one running container (one container ID). Dropping it stops them.
 pub struct ContainerProbes {
+    /// The container instance probed: the worker replaces the probes when it changes.
     pub container_id: String,
     configs: Vec<ProbeConfig>,
     shared: Arc<Shared>,

@@ -227,3 +227,59 @@ fn grpc_probe_of_an_unknown_service_fails() {
     assert_eq!(condition(&pod, "Ready"), "False");
     assert!(node.log().contains("health rpc probe failed: NotFound"));
 }
+
+#[test]
+fn exec_probe_past_its_timeout_fails() {
+    let node = Node::start("t-exec-timeout");
+    node.write_manifest(
+        "slow-exec.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: slow-exec}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    readinessProbe:\n      exec: {command: [sleep, '5']}\n      timeoutSeconds: 1\n      periodSeconds: 2\n      failureThreshold: 1\n",
+    );
+    node.wait_for(
+        "the timeout counted as a failure",
+        Duration::from_secs(30),
+        |n| {
+            let metrics = n.try_get("/metrics/probes")?;
+            metrics
+                .contains("probe_type=\"Readiness\",result=\"failed\",container=\"main\"")
+                .then_some(())
+        },
+    );
+    let pod = node.pod("slow-exec").unwrap();
+    assert_eq!(condition(&pod, "Ready"), "False");
+    assert!(
+        node.log().contains("timed out after 1s"),
+        "the reason names the timeout"
+    );
+}
+
+#[test]
+fn failed_startup_probe_kills_with_the_probes_own_grace_period() {
+    let node = Node::start("t-startup-fail");
+    // The pod's grace is 60 s and sleep as PID 1 ignores SIGTERM: only the probe's own
+    // terminationGracePeriodSeconds (2 s) lets the restart come this soon.
+    node.write_manifest(
+        "never.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: never}\nspec:\n  terminationGracePeriodSeconds: 60\n  containers:\n  - name: app\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    startupProbe:\n      exec: {command: [test, -f, /tmp/never]}\n      periodSeconds: 1\n      failureThreshold: 2\n      terminationGracePeriodSeconds: 2\n",
+    );
+    let pod = node.wait_for(
+        "a restart after the startup probe failed",
+        Duration::from_secs(25),
+        |n| n.pod("never").filter(|p| restarts(p, "app") >= 1),
+    );
+    let killed = &container_status(&pod, "app")["lastState"]["terminated"];
+    let lived = seconds_between(&killed["startedAt"], &killed["finishedAt"]);
+    assert!(
+        lived < 20.0,
+        "stopped with the probe's 2 s, not the pod's 60 s: {lived} s"
+    );
+    let log = node.log();
+    assert!(
+        log.contains("failed its startup probe"),
+        "the kill is logged"
+    );
+    assert!(
+        log.contains("grace_s=2"),
+        "StopContainer got the probe's grace"
+    );
+}

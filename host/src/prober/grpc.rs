@@ -19,7 +19,10 @@ use health::HealthCheckRequest;
 pub async fn probe(host: &str, port: u16, service: &str, timeout: Duration) -> Outcome {
     let address = super::http::host_port(host, port);
     let endpoint = match tonic::transport::Endpoint::from_shared(format!("http://{address}")) {
-        Ok(endpoint) => endpoint.connect_timeout(timeout).timeout(timeout),
+        Ok(endpoint) => endpoint
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .tcp_nodelay(true),
         Err(error) => return Outcome::Error(format!("grpc probe address {address}: {error}")),
     };
     let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {

@@ -39,13 +39,20 @@ struct DurationLabels {
 
 type HistogramFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
 
+/// The label sets one pod has used.
+#[derive(Default)]
+struct PodSeries {
+    results: HashSet<ResultLabels>,
+    durations: HashSet<DurationLabels>,
+}
+
 /// The registry behind `/metrics/probes`.
 pub struct ProbeMetrics {
     registry: Registry,
     results: Family<ResultLabels, Counter>,
     durations: HistogramFamily,
     /// The series of each pod UID, so they can be removed with it.
-    series: Mutex<HashMap<String, (HashSet<ResultLabels>, HashSet<DurationLabels>)>>,
+    series: Mutex<HashMap<String, PodSeries>>,
 }
 
 impl Default for ProbeMetrics {
@@ -55,6 +62,7 @@ impl Default for ProbeMetrics {
 }
 
 impl ProbeMetrics {
+    /// The two families, registered under upstream's names.
     pub fn new() -> Self {
         let results = Family::<ResultLabels, Counter>::default();
         let durations: HistogramFamily = Family::new_with_constructor(|| Histogram::new(BUCKETS));
@@ -100,8 +108,8 @@ impl ProbeMetrics {
             .observe(took.as_secs_f64());
         let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
         let entry = series.entry(target.pod_uid.clone()).or_default();
-        entry.0.insert(result_labels);
-        entry.1.insert(duration_labels);
+        entry.results.insert(result_labels);
+        entry.durations.insert(duration_labels);
     }
 
     /// Drops every series of the pod `uid` (it was removed).
@@ -111,11 +119,11 @@ impl ProbeMetrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(uid);
-        if let Some((results, durations)) = removed {
-            for labels in &results {
+        if let Some(series) = removed {
+            for labels in &series.results {
                 self.results.remove(labels);
             }
-            for labels in &durations {
+            for labels in &series.durations {
                 self.durations.remove(labels);
             }
         }
