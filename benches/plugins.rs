@@ -97,7 +97,7 @@ fn calls(c: &mut Criterion) {
         })
     });
     let mut group = c.benchmark_group("rank");
-    for pods in [110usize, 1000] {
+    for pods in [1usize, 110, 1000] {
         let s = snapshot(pods);
         group.bench_with_input(BenchmarkId::new("wasm", pods), &s, |b, s| {
             b.iter(|| black_box(registry.rank(s)))

@@ -53,35 +53,6 @@ pub mod convert {
     use super::types;
     use wasmlet_policy_default as policy;
 
-    pub fn qos(q: policy::QosClass) -> types::QosClass {
-        match q {
-            policy::QosClass::Guaranteed => types::QosClass::Guaranteed,
-            policy::QosClass::Burstable => types::QosClass::Burstable,
-            policy::QosClass::BestEffort => types::QosClass::BestEffort,
-        }
-    }
-
-    pub fn pod(p: &policy::PodInfo) -> types::PodInfo {
-        types::PodInfo {
-            priority: p.priority,
-            qos: qos(p.qos),
-            is_static: p.is_static,
-            is_critical: p.is_critical,
-            has_stats: p.has_stats,
-            memory_request_bytes: p.memory_request_bytes,
-            memory_usage_bytes: p.memory_usage_bytes,
-            cpu_request_millis: p.cpu_request_millis,
-            cpu_usage_millis: p.cpu_usage_millis,
-            disk_request_bytes: p.disk_request_bytes,
-            disk_usage_bytes: p.disk_usage_bytes,
-            inodes_used: p.inodes_used,
-            process_count: p.process_count,
-            container_count: p.container_count,
-            restart_count: p.restart_count,
-            start_time_unix_ms: p.start_time_unix_ms,
-        }
-    }
-
     pub fn node(n: &policy::NodeInfo) -> types::NodeInfo {
         types::NodeInfo {
             memory_capacity_bytes: n.memory_capacity_bytes,

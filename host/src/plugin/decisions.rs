@@ -98,7 +98,8 @@ impl PluginRegistry {
         let node = convert::node(&snapshot.node);
         let pressure: Vec<types::SignalObservation> =
             snapshot.pressure.iter().map(convert::observation).collect();
-        let pods: Vec<types::PodInfo> = snapshot.pods.iter().map(convert::pod).collect();
+        let mut pods = Vec::new();
+        policy::packed::pack_pods(&snapshot.pods, &mut pods);
         let meta = CallMeta {
             pods: snapshot.meta.clone(),
             image_tags: Default::default(),
@@ -136,7 +137,8 @@ impl PluginRegistry {
         let node = convert::node(&snapshot.node);
         let pressure: Vec<types::SignalObservation> =
             snapshot.pressure.iter().map(convert::observation).collect();
-        let pods: Vec<types::PodInfo> = snapshot.pods.iter().map(convert::pod).collect();
+        let mut pods = Vec::new();
+        policy::packed::pack_pods(&snapshot.pods, &mut pods);
         let meta = CallMeta {
             pods: snapshot.meta.clone(),
             image_tags: Default::default(),

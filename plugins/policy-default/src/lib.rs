@@ -23,6 +23,7 @@
 
 pub mod eviction;
 pub mod gc;
+pub mod packed;
 mod types;
 
 pub use types::{

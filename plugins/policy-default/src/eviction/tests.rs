@@ -145,3 +145,40 @@ fn signals_map_to_pressures() {
         assert_eq!(s.pressure(), expected, "{}", s.as_str());
     }
 }
+
+#[test]
+fn key_order_equals_the_comparison_order() {
+    // A small deterministic generator: many ties, pods with and without stats.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..200 {
+        let pods: Vec<PodInfo> = (0..40)
+            .map(|_| PodInfo {
+                priority: next(4) as i32 - 1,
+                has_stats: next(5) != 0,
+                memory_request_bytes: next(4) * 100,
+                memory_usage_bytes: next(4) * 100,
+                disk_request_bytes: next(3) * 10,
+                disk_usage_bytes: next(3) * 10,
+                inodes_used: next(3),
+                process_count: next(3),
+                ..PodInfo::default()
+            })
+            .collect();
+        for pressure in [
+            Pressure::Memory,
+            Pressure::Pid,
+            Pressure::Disk,
+            Pressure::Inodes,
+        ] {
+            let mut expected: Vec<u32> = (0..pods.len() as u32).collect();
+            expected.sort_by(|&a, &b| compare(pressure, &pods[a as usize], &pods[b as usize]));
+            assert_eq!(order_for(pressure, &pods), expected, "{pressure:?}");
+        }
+    }
+}

@@ -19,20 +19,12 @@ impl<T: EvictionPolicy + Default + 'static> Guest for EvictionGuest<T> {
     fn rank(
         node: wit::NodeInfo,
         pressure: Vec<wit::SignalObservation>,
-        pods: Vec<wit::PodInfo>,
+        pods: Vec<u64>,
     ) -> Result<Vec<u32>, String> {
         let node = node_info(node);
         let pressure: Vec<_> = pressure.into_iter().map(observation).collect();
-        let pods: Vec<_> = pods.into_iter().map(pod_info).collect();
+        let pods = wasmlet_policy_default::packed::unpack_pods(&pods)?;
         state::with(|p: &mut T| p.rank(&node, &pressure, &pods))
-    }
-}
-
-fn qos(q: wit::QosClass) -> types::QosClass {
-    match q {
-        wit::QosClass::Guaranteed => types::QosClass::Guaranteed,
-        wit::QosClass::Burstable => types::QosClass::Burstable,
-        wit::QosClass::BestEffort => types::QosClass::BestEffort,
     }
 }
 
@@ -67,26 +59,5 @@ fn observation(o: wit::SignalObservation) -> types::SignalObservation {
         available: o.available,
         capacity: o.capacity,
         threshold: o.threshold,
-    }
-}
-
-fn pod_info(p: wit::PodInfo) -> types::PodInfo {
-    types::PodInfo {
-        priority: p.priority,
-        qos: qos(p.qos),
-        is_static: p.is_static,
-        is_critical: p.is_critical,
-        has_stats: p.has_stats,
-        memory_request_bytes: p.memory_request_bytes,
-        memory_usage_bytes: p.memory_usage_bytes,
-        cpu_request_millis: p.cpu_request_millis,
-        cpu_usage_millis: p.cpu_usage_millis,
-        disk_request_bytes: p.disk_request_bytes,
-        disk_usage_bytes: p.disk_usage_bytes,
-        inodes_used: p.inodes_used,
-        process_count: p.process_count,
-        container_count: p.container_count,
-        restart_count: p.restart_count,
-        start_time_unix_ms: p.start_time_unix_ms,
     }
 }
