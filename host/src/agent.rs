@@ -214,6 +214,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             ),
             monitoring_period: config.wasmlet.eviction_monitoring_period,
             root_dir: config.root_dir.clone(),
+            pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
+            node_name: config.node_name.clone(),
         },
         pressure: pressure.clone(),
         plugins: plugins.clone(),
@@ -223,6 +225,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         evictions: evict_tx,
         log: decision_log,
         state: Default::default(),
+        cpu: Default::default(),
     });
     tokio::spawn(eviction.run());
 

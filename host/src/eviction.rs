@@ -3,6 +3,7 @@
 //! signals, hold the pressure conditions for the transition period, reclaim disk through GC
 //! first, then evict at most one pod per cycle. Every decision is kept for `/evictions`.
 
+pub mod pod_stats;
 pub mod signals;
 
 use crate::config::eviction::{Threshold, ThresholdValue};
@@ -293,6 +294,10 @@ pub struct EvictionConfig {
     pub monitoring_period: Duration,
     /// nodefs: the kubelet's root dir.
     pub root_dir: PathBuf,
+    /// Pod log directories count towards a pod's disk usage.
+    pub pod_logs_dir: PathBuf,
+    /// Only this node's containers are measured.
+    pub node_name: String,
 }
 
 /// The eviction manager: one `synchronize` per monitoring period.
@@ -307,6 +312,8 @@ pub struct EvictionManager {
     pub log: Arc<DecisionLog>,
     /// Per-cycle memory; starts empty.
     pub(crate) state: Mutex<CycleState>,
+    /// Previous CPU samples, for rates the runtime does not report.
+    pub(crate) cpu: pod_stats::CpuSampler,
 }
 
 #[derive(Default)]
@@ -582,12 +589,20 @@ impl EvictionManager {
     }
 
     /// The running pods as the plugin sees them.
-    fn snapshot(
+    async fn snapshot(
         &self,
         threshold: &Threshold,
         available: i64,
         capacity: i64,
     ) -> (EvictionSnapshot, Vec<Pod>) {
+        let runtime_usage =
+            match pod_stats::collect(&self.gc.cri, &self.config.node_name, &self.cpu).await {
+                Ok(usage) => usage,
+                Err(error) => {
+                    warn!(%error, "cannot read container stats; disk and CPU usage count as 0");
+                    HashMap::new()
+                }
+            };
         let pods: Vec<Pod> = self
             .store
             .list()
@@ -605,6 +620,17 @@ impl EvictionManager {
             let qos = pod_config::pod_qos(pod);
             let parent = qos.cgroup_parent(&uid);
             let usage = signals::cgroup_working_set(&parent);
+            let runtime = runtime_usage.get(&uid).copied().unwrap_or_default();
+            let (log_bytes, log_inodes) =
+                pod_stats::dir_usage(&pod_config::log_directory(&self.config.pod_logs_dir, pod));
+            let (volume_bytes, volume_inodes) = pod_stats::dir_usage(
+                &self
+                    .config
+                    .root_dir
+                    .join("pods")
+                    .join(&uid)
+                    .join("volumes/kubernetes.io~empty-dir"),
+            );
             infos.push(PodInfo {
                 priority: priority(pod),
                 qos: match qos {
@@ -618,6 +644,17 @@ impl EvictionManager {
                 memory_request_bytes: pod_request_bytes(pod, "memory"),
                 memory_usage_bytes: usage.unwrap_or(0),
                 disk_request_bytes: pod_request_bytes(pod, "ephemeral-storage"),
+                disk_usage_bytes: runtime.disk_bytes + log_bytes + volume_bytes,
+                inodes_used: runtime.inodes + log_inodes + volume_inodes,
+                cpu_request_millis: pod
+                    .spec
+                    .iter()
+                    .flat_map(|s| s.containers.iter())
+                    .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu").cloned())
+                    .filter_map(|q| resources::cpu_millis(&q).ok())
+                    .map(|m| m.max(0) as u64)
+                    .sum(),
+                cpu_usage_millis: runtime.cpu_millis,
                 process_count: signals::cgroup_processes(&parent).unwrap_or(0),
                 container_count: pod.spec.as_ref().map_or(0, |s| s.containers.len() as u32),
                 start_time_unix_ms: pod
@@ -658,7 +695,7 @@ impl EvictionManager {
     }
 
     async fn evict_one(&self, cycle: u64, threshold: &Threshold, available: i64, capacity: i64) {
-        let (snapshot, pods) = self.snapshot(threshold, available, capacity);
+        let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
         let snapshot = Arc::new(snapshot);
         let (decision, shadow) = {
             let (plugins, snapshot) = (self.plugins.clone(), snapshot.clone());
@@ -754,13 +791,19 @@ impl EvictionManager {
         };
         let pod = &pods[index as usize];
         let info = &snapshot.pods[index as usize];
+        let (used, requested) = match threshold.signal.pressure() {
+            Pressure::Memory => (info.memory_usage_bytes, info.memory_request_bytes),
+            Pressure::Disk => (info.disk_usage_bytes, info.disk_request_bytes),
+            Pressure::Inodes => (info.inodes_used, 0),
+            Pressure::Pid => (info.process_count, 0),
+        };
         let message = format!(
             "The node was low on resource: {}. Threshold quantity: {}, available: {}. Pod was using {}, request is {}.",
             resource_name(threshold.signal),
             quantity(threshold.signal, threshold_value),
             quantity(threshold.signal, available),
-            quantity(threshold.signal, info.memory_usage_bytes as i64),
-            quantity(threshold.signal, info.memory_request_bytes as i64),
+            quantity(threshold.signal, used as i64),
+            quantity(threshold.signal, requested as i64),
         );
         let pod_grace = Duration::from_secs(
             pod.spec

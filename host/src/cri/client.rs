@@ -337,6 +337,24 @@ impl CriClient {
         Ok(call!(self.images.image_status(request), "ImageStatus")?.image)
     }
 
+    /// Usage stats of the containers carrying all of `labels`.
+    pub async fn list_container_stats(
+        &self,
+        labels: Labels,
+    ) -> Result<Vec<api::ContainerStats>, CriError> {
+        let request = api::ListContainerStatsRequest {
+            filter: Some(api::ContainerStatsFilter {
+                label_selector: labels,
+                ..Default::default()
+            }),
+        };
+        Ok(call!(
+            self.runtime.list_container_stats(request),
+            "ListContainerStats"
+        )?
+        .stats)
+    }
+
     /// Every image the runtime holds.
     pub async fn list_images(&self) -> Result<Vec<api::Image>, CriError> {
         let request = api::ListImagesRequest { filter: None };
