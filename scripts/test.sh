@@ -14,7 +14,8 @@ if [ "$(cc -print-file-name=libc.a)" = "libc.a" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libc6-dev >&2
 fi
 cargo rustc --release -p wasmlet --example grpc_health_server -- -C target-feature=+crt-static -C strip=symbols
-export WASMLET_EXTRA_IMAGE_FILES="target/release/examples/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
+# Absolute: tests re-run setup-node.sh from other working directories.
+export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/release/examples/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
 
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
@@ -38,4 +39,5 @@ step "cargo clippy"
 cargo clippy --release --all-targets -- -D warnings
 
 step "cargo test (unit + integration, real containerd)"
-cargo test --release --workspace
+# --no-fail-fast: one run reports every failing test binary, and still exits non-zero.
+cargo test --release --workspace --no-fail-fast
