@@ -44,7 +44,16 @@ fn restart_times(
 
 #[test]
 fn crash_loop_back_off_doubles_to_the_cap() {
-    let node = Node::start("t-crashloop");
+    let node = Node::start_with(
+        "t-crashloop",
+        NodeOptions {
+            extra_wasmlet: format!(
+                "{}containerGCPeriod: 1s\n",
+                NodeOptions::default().extra_wasmlet
+            ),
+            ..Default::default()
+        },
+    );
     node.write_manifest("crash.yaml", &busybox_pod("crash", "", "exit 1"));
     node.wait_phase("crash", "Running", Duration::from_secs(30));
     let seen = restart_times(&node, "crash", 5, Duration::from_secs(60));
@@ -81,13 +90,16 @@ fn crash_loop_back_off_doubles_to_the_cap() {
         seen.iter().any(|s| s.2.contains("back-off 2s")),
         "a CrashLoopBackOff message with the 2s back-off was shown: {seen:?}"
     );
-    // Only the newest dead container is kept for `logs --previous`.
-    let dead = node
-        .containers(Some("crash"))
-        .into_iter()
-        .filter(|c| c.state == wasmlet::cri::api::ContainerState::ContainerExited as i32)
-        .count();
-    assert!(dead <= 2, "dead containers pile up: {dead}");
+    // Container GC (every second here) keeps only the newest dead container for
+    // `logs --previous`; between two cycles a new one may have died.
+    node.wait_for("dead containers collected", Duration::from_secs(10), |n| {
+        let dead = n
+            .containers(Some("crash"))
+            .into_iter()
+            .filter(|c| c.state == wasmlet::cri::api::ContainerState::ContainerExited as i32)
+            .count();
+        (dead <= 2).then_some(())
+    });
 }
 
 #[test]

@@ -184,9 +184,13 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 "only an eviction-policy plugin can run as a shadow".into(),
             ));
         }
-        if specs
-            .iter()
-            .any(|s| s.world == spec.world && s.shadow == spec.shadow)
+        // Eviction and GC ask the one plugin of their world; probe plugins are chosen by name
+        // and every lifecycle-hooks plugin runs, so those worlds may have several.
+        let single = matches!(spec.world, World::EvictionPolicy | World::GcStrategy);
+        if single
+            && specs
+                .iter()
+                .any(|s| s.world == spec.world && s.shadow == spec.shadow)
         {
             return Err(error(
                 place("world"),
@@ -290,5 +294,40 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.place.starts_with("plugins[0] (w).world"), "{err}");
+    }
+
+    #[test]
+    fn one_eviction_and_one_shadow_but_many_hook_plugins() {
+        let text = |entries: &str| {
+            format!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{entries}"
+            )
+        };
+        let specs = parse(
+            Path::new(FILE),
+            &text(concat!(
+                "- name: active\n  world: eviction-policy\n  path: a.wasm\n",
+                "- name: trial\n  world: eviction-policy\n  path: b.wasm\n  shadow: true\n",
+                "- name: admit\n  world: lifecycle-hooks\n  path: c.wasm\n",
+                "- name: drain\n  world: lifecycle-hooks\n  path: d.wasm\n",
+            )),
+        )
+        .expect("valid");
+        assert!(specs[1].shadow && !specs[0].shadow);
+        let err = parse(
+            Path::new(FILE),
+            &text(concat!(
+                "- name: one\n  world: eviction-policy\n  path: a.wasm\n",
+                "- name: two\n  world: eviction-policy\n  path: b.wasm\n",
+            )),
+        )
+        .unwrap_err();
+        assert_eq!(err.place, "plugins[1] (two).world");
+        let err = parse(
+            Path::new(FILE),
+            &text("- name: g\n  world: gc-strategy\n  path: a.wasm\n  shadow: true\n"),
+        )
+        .unwrap_err();
+        assert_eq!(err.place, "plugins[0] (g).shadow");
     }
 }
