@@ -14,8 +14,11 @@ if [ "$(cc -print-file-name=libc.a)" = "libc.a" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libc6-dev >&2
 fi
 cargo rustc --release -p wasmlet --example grpc_health_server -- -C target-feature=+crt-static -C strip=symbols
-# Absolute: tests re-run setup-node.sh from other working directories.
-export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/release/examples/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
+# Kept apart from target/release/examples, which `cargo test` rebuilds without crt-static; the
+# path is absolute because tests re-run setup-node.sh from other working directories.
+mkdir -p target/test-image
+cp target/release/examples/grpc_health_server target/test-image/grpc_health_server
+export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/test-image/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
 
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null

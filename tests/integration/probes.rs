@@ -176,7 +176,7 @@ fn grpc_probes_against_a_health_server() {
     assert!(
         node.image_present("docker.io/library/wasmlet-test:local"),
         "wasmlet-test:local with grpc_health_server is missing: scripts/test.sh builds it \
-         (WASMLET_EXTRA_IMAGE_FILES=target/release/examples/grpc_health_server scripts/setup-node.sh)"
+         (WASMLET_EXTRA_IMAGE_FILES=target/test-image/grpc_health_server scripts/setup-node.sh)"
     );
     // The server answers SERVING for 5 s, then NOT_SERVING.
     node.write_manifest(
