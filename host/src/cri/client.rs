@@ -93,6 +93,9 @@ macro_rules! call {
     }};
 }
 
+/// How long past its grace a graceful StopContainer may take before wasmlet asks for a kill.
+pub const STOP_ESCALATION: Duration = Duration::from_secs(10);
+
 /// Label selectors for list calls, as CRI takes them.
 pub type Labels = HashMap<String, String>;
 
@@ -258,18 +261,31 @@ impl CriClient {
         call!(self.runtime.start_container(request), "StartContainer").map(drop)
     }
 
-    /// Stops with SIGTERM, then SIGKILL after `grace`; the call's own deadline covers the grace.
+    /// Stops with SIGTERM, then SIGKILL after `grace`. If the runtime has not answered
+    /// [`STOP_ESCALATION`] past the grace (seen with containerd 1.6 when an exec raced the
+    /// stop and wedged the shim's state call), it asks again with no grace: a kill gets through
+    /// where the graceful stop waits, and termination does not hang for the whole deadline.
     pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
-        let request = api::StopContainerRequest {
+        let request = |timeout: Duration| api::StopContainerRequest {
             container_id: id.into(),
-            timeout: grace.as_secs() as i64,
+            timeout: timeout.as_secs() as i64,
         };
-        call!(
-            self.runtime.stop_container(request),
+        let first = call!(
+            self.runtime.stop_container(request(grace)),
             "StopContainer",
-            self.timeout + grace
-        )
-        .map(drop)
+            (grace + STOP_ESCALATION).min(self.timeout + grace)
+        );
+        match first {
+            Err(CriError::Timeout { .. }) => {
+                tracing::warn!(container = %id, grace_s = grace.as_secs(), "container did not stop within its grace period; killing it");
+                call!(
+                    self.runtime.stop_container(request(Duration::ZERO)),
+                    "StopContainer"
+                )
+                .map(drop)
+            }
+            other => other.map(drop),
+        }
     }
 
     pub async fn remove_container(&self, id: &str) -> Result<(), CriError> {
