@@ -3,9 +3,8 @@
 //! same formula the node uses), never from /proc/meminfo's MemAvailable. Static pods are made
 //! evictable with `evictStaticPods: true` (a standalone node has nothing else).
 
-use crate::harness::{Node, NodeOptions};
+use crate::harness::{built_plugin, Node, NodeOptions};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -17,17 +16,6 @@ fn memory_available() -> i64 {
     wasmlet::eviction::signals::node_memory()
         .expect("memory signal")
         .available()
-}
-
-fn wasm(dir: &str, name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../{dir}/target/wasm32-wasip2/release/{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is not built: run scripts/build-plugins.sh",
-        path.display()
-    );
-    path
 }
 
 /// A busybox pod; `extra_spec` and `extra_container` are indented YAML lines.
@@ -205,7 +193,7 @@ fn memory_pressure_evicts_in_upstream_order_then_clears() {
 fn a_hot_swap_under_pressure_changes_the_next_eviction() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("eviction.wasm");
-    std::fs::copy(wasm("plugins", "eviction_default"), &live).unwrap();
+    std::fs::copy(built_plugin("eviction_default"), &live).unwrap();
     let node = pressured_node(
         "t-evict-swap",
         4 * GIB,
@@ -228,7 +216,7 @@ fn a_hot_swap_under_pressure_changes_the_next_eviction() {
     });
     // Swap in batch-first while the pressure holds: batch goes next, before mid.
     let tmp = dir.path().join("eviction.wasm.new");
-    std::fs::copy(wasm("plugins", "eviction_batch_first"), &tmp).unwrap();
+    std::fs::copy(built_plugin("eviction_batch_first"), &tmp).unwrap();
     std::fs::rename(&tmp, &live).unwrap();
     node.wait_for("all four evicted", Duration::from_secs(60), |n| {
         (evicted(n).len() == 4).then_some(())
@@ -270,8 +258,8 @@ fn a_shadow_plugin_reports_disagreements_and_evicts_nothing() {
         &format!(
             "- name: active\n  world: eviction-policy\n  path: {}\n\
              - name: shadow\n  world: eviction-policy\n  path: {}\n  shadow: true\n",
-            wasm("plugins", "eviction_default").display(),
-            wasm("plugins", "eviction_batch_first").display()
+            built_plugin("eviction_default").display(),
+            built_plugin("eviction_batch_first").display()
         ),
     );
     node.write_manifest("low.yaml", &steady("low", 1, ""));
@@ -304,7 +292,7 @@ fn a_trapping_eviction_plugin_falls_back_to_the_default() {
         4 * GIB,
         &format!(
             "- name: trap\n  world: eviction-policy\n  path: {}\n",
-            wasm("tests/guests", "guest_trap").display()
+            built_plugin("guest_trap").display()
         ),
     );
     node.write_manifest("low.yaml", &steady("low", 1, ""));

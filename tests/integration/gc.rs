@@ -3,7 +3,7 @@
 //! containerd whose image filesystem is a small tmpfs (scripts/setup-gc-node.sh), where a test
 //! can push usage over the thresholds without touching anybody else's images.
 
-use crate::harness::{busybox_pod, Node, NodeOptions};
+use crate::harness::{built_plugin, busybox_pod, Node, NodeOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -123,17 +123,6 @@ fn plugin_config(dir: &Path, name: &str, wasm: &Path, config: &str) -> PathBuf {
     file
 }
 
-fn wasm(dir: &str, name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../{dir}/target/wasm32-wasip2/release/{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is not built: run scripts/build-plugins.sh",
-        path.display()
-    );
-    path
-}
-
 #[test]
 fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
     let _serial = GC_NODE.lock().unwrap_or_else(|e| e.into_inner());
@@ -142,7 +131,7 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
     let plugins = plugin_config(
         dir.path(),
         "gc-keep",
-        &wasm("plugins", "gc_keep_prefixes"),
+        &built_plugin("gc_keep_prefixes"),
         "{keepPrefixes: [docker.io/library/keep-]}",
     );
     let node = gc_node("t-image-gc", socket.clone(), &plugins);
@@ -194,7 +183,7 @@ fn a_faulty_gc_plugin_falls_back_to_the_default_order() {
     let plugins = plugin_config(
         dir.path(),
         "gc-nonsense",
-        &wasm("tests/guests", "guest_gc_nonsense"),
+        &built_plugin("guest_gc_nonsense"),
         "{answer: mixed}",
     );
     let mut node = gc_node("t-image-gc-fault", socket.clone(), &plugins);

@@ -1,26 +1,13 @@
 //! `/plugins` on a running node, and a live swap seen there.
 
-use crate::harness::{Node, NodeOptions};
-use std::path::Path;
+use crate::harness::{built_plugin, Node, NodeOptions};
 use std::time::Duration;
-
-fn built(name: &str) -> std::path::PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../plugins/target/wasm32-wasip2/release/{name}.wasm"
-    ));
-    assert!(
-        path.exists(),
-        "{} is not built: run scripts/build-plugins.sh",
-        path.display()
-    );
-    path
-}
 
 #[test]
 fn plugins_are_listed_and_swapped_on_a_live_node() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("eviction.wasm");
-    std::fs::copy(built("eviction_default"), &live).unwrap();
+    std::fs::copy(built_plugin("eviction_default"), &live).unwrap();
     let config = dir.path().join("plugins.yaml");
     std::fs::write(
         &config,
@@ -28,7 +15,7 @@ fn plugins_are_listed_and_swapped_on_a_live_node() {
             "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
              - name: eviction\n  world: eviction-policy\n  path: eviction.wasm\n\
              - name: gc-default\n  world: gc-strategy\n  path: {}\n",
-            built("gc_default").display()
+            built_plugin("gc_default").display()
         ),
     )
     .unwrap();
@@ -61,7 +48,7 @@ fn plugins_are_listed_and_swapped_on_a_live_node() {
 
     // Replace the component by renaming a new one over it, as a deployment would.
     let tmp = dir.path().join("eviction.wasm.new");
-    std::fs::copy(built("eviction_batch_first"), &tmp).unwrap();
+    std::fs::copy(built_plugin("eviction_batch_first"), &tmp).unwrap();
     std::fs::rename(&tmp, &live).unwrap();
     let swapped = node.wait_for("the swap to show", Duration::from_secs(20), |n| {
         let report = n.get_json("/plugins");

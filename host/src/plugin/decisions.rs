@@ -83,6 +83,40 @@ fn wrong_world() -> wasmtime::Error {
     wasmtime::Error::msg("plugin bound to another world")
 }
 
+/// Asks an eviction plugin to rank `snapshot`; critical and static pods are dropped from its
+/// answer, whatever it says. `Err` is why the plugin could not decide.
+fn rank_by(
+    slot: Option<std::sync::Arc<PluginSlot>>,
+    snapshot: &EvictionSnapshot,
+) -> Result<Decision, String> {
+    let node = convert::node(&snapshot.node);
+    let pressure: Vec<types::SignalObservation> =
+        snapshot.pressure.iter().map(convert::observation).collect();
+    let mut pods = Vec::new();
+    policy::packed::pack_pods(&snapshot.pods, &mut pods);
+    let meta = CallMeta {
+        pods: snapshot.meta.clone(),
+        image_tags: Default::default(),
+    };
+    let (order, decided_by) = ask(
+        slot,
+        meta,
+        None,
+        |store, bindings| match bindings {
+            WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
+            _ => Err(wrong_world()),
+        },
+        |order| check_indices(order, snapshot.pods.len()),
+    )?;
+    Ok(Decision {
+        order: order
+            .into_iter()
+            .filter(|&i| snapshot.pods[i as usize].is_evictable())
+            .collect(),
+        decided_by,
+    })
+}
+
 /// The input of an eviction ranking.
 #[derive(Debug, Clone, Default)]
 pub struct EvictionSnapshot {
@@ -95,34 +129,8 @@ pub struct EvictionSnapshot {
 impl PluginRegistry {
     /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
-        let node = convert::node(&snapshot.node);
-        let pressure: Vec<types::SignalObservation> =
-            snapshot.pressure.iter().map(convert::observation).collect();
-        let mut pods = Vec::new();
-        policy::packed::pack_pods(&snapshot.pods, &mut pods);
-        let meta = CallMeta {
-            pods: snapshot.meta.clone(),
-            image_tags: Default::default(),
-        };
-        let answer = ask(
-            self.slot(World::EvictionPolicy),
-            meta,
-            None,
-            |store, bindings| match bindings {
-                WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
-                _ => Err(wrong_world()),
-            },
-            |order| check_indices(order, snapshot.pods.len()),
-        );
-        match answer {
-            Ok((order, decided_by)) => Decision {
-                // Critical and static pods are never evicted, whatever a plugin says.
-                order: order
-                    .into_iter()
-                    .filter(|&i| snapshot.pods[i as usize].is_evictable())
-                    .collect(),
-                decided_by,
-            },
+        match rank_by(self.slot(World::EvictionPolicy), snapshot) {
+            Ok(decision) => decision,
             Err(reason) => Decision {
                 order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
                 decided_by: DecidedBy::BuiltIn { reason },
@@ -134,34 +142,7 @@ impl PluginRegistry {
     /// faulty shadow gives `Err(reason)` and has no fallback (it decides nothing).
     pub fn rank_shadow(&self, snapshot: &EvictionSnapshot) -> Option<Result<Decision, String>> {
         let slot = self.shadow_slot(World::EvictionPolicy)?;
-        let node = convert::node(&snapshot.node);
-        let pressure: Vec<types::SignalObservation> =
-            snapshot.pressure.iter().map(convert::observation).collect();
-        let mut pods = Vec::new();
-        policy::packed::pack_pods(&snapshot.pods, &mut pods);
-        let meta = CallMeta {
-            pods: snapshot.meta.clone(),
-            image_tags: Default::default(),
-        };
-        let answer = ask(
-            Some(slot),
-            meta,
-            None,
-            |store, bindings| match bindings {
-                WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
-                _ => Err(wrong_world()),
-            },
-            |order| check_indices(order, snapshot.pods.len()),
-        );
-        Some(answer.map(|(order, decided_by)| {
-            Decision {
-                order: order
-                    .into_iter()
-                    .filter(|&i| snapshot.pods[i as usize].is_evictable())
-                    .collect(),
-                decided_by,
-            }
-        }))
+        Some(rank_by(Some(slot), snapshot))
     }
 
     /// Plans image removals: indices into `images`, in order.
