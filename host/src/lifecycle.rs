@@ -65,21 +65,7 @@ impl PodHooks {
     }
 
     fn ports(&self) -> Vec<u16> {
-        let mut ports: Vec<u16> = self
-            .pod
-            .spec
-            .iter()
-            .flat_map(|s| {
-                s.containers
-                    .iter()
-                    .chain(s.init_containers.iter().flatten())
-            })
-            .flat_map(|c| c.ports.iter().flatten())
-            .filter_map(|p| u16::try_from(p.container_port).ok())
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        ports
+        declared_ports(&self.pod)
     }
 
     fn meta(&self) -> PodMeta {
@@ -251,4 +237,23 @@ impl PodHooks {
         .await
         .unwrap_or_else(|error| Err(format!("hook plugin task: {error}")))
     }
+}
+
+/// The container ports `pod` declares (app and init containers), sorted and deduplicated:
+/// what a scoped plugin's `tcp-connect` and `http-get` may reach.
+pub fn declared_ports(pod: &Pod) -> Vec<u16> {
+    let mut ports: Vec<u16> = pod
+        .spec
+        .iter()
+        .flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        })
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| u16::try_from(p.container_port).ok())
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }

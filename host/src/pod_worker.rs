@@ -532,20 +532,7 @@ impl PodWorker {
                 .is_some_and(|c| c.id == probes.container_id && runtime_status::is_running(c))
         });
         let pod_containers = Arc::new(running_containers(runtime));
-        let mut ports: Vec<u16> = self
-            .pod
-            .spec
-            .iter()
-            .flat_map(|s| {
-                s.containers
-                    .iter()
-                    .chain(s.init_containers.iter().flatten())
-            })
-            .flat_map(|c| c.ports.iter().flatten())
-            .filter_map(|p| u16::try_from(p.container_port).ok())
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
+        let ports = crate::lifecycle::declared_ports(&self.pod);
         for (name, configs) in &self.probe_configs {
             if self.probes.contains_key(name) {
                 continue;
@@ -866,6 +853,17 @@ impl PodWorker {
     /// for their logs and status, as upstream.
     async fn finish(&mut self, runtime: PodRuntimeStatus) -> Result<(), SyncError> {
         self.stop_containers(&runtime).await?;
+        self.stop_ready_sandboxes(&runtime).await?;
+        let runtime = self.fetch().await?;
+        self.publish(&runtime, &HashMap::new(), true);
+        self.finished = true;
+        info!("pod finished");
+        Ok(())
+    }
+
+    /// Stops the pod's sandboxes that are still ready (a finished or evicted pod keeps its
+    /// exited containers, but not its network and pause process).
+    async fn stop_ready_sandboxes(&self, runtime: &PodRuntimeStatus) -> Result<(), CriError> {
         for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
             self.node
                 .cri
@@ -873,10 +871,6 @@ impl PodWorker {
                 .await
                 .or_else(ignore_not_found)?;
         }
-        let runtime = self.fetch().await?;
-        self.publish(&runtime, &HashMap::new(), true);
-        self.finished = true;
-        info!("pod finished");
         Ok(())
     }
 
@@ -892,13 +886,7 @@ impl PodWorker {
                 let runtime = self.fetch().await?;
                 let hooks = self.hooks(&runtime, &self.pod_ip(&runtime));
                 stop_all(&self.node.cri, &runtime, |_| grace, Some(&hooks)).await?;
-                for sandbox in runtime.sandboxes.iter().filter(|s| s.ready) {
-                    self.node
-                        .cri
-                        .stop_pod_sandbox(&sandbox.id)
-                        .await
-                        .or_else(ignore_not_found)?;
-                }
+                self.stop_ready_sandboxes(&runtime).await?;
                 self.fetch().await
             }
             .await;
