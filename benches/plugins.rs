@@ -116,16 +116,16 @@ fn loading(c: &mut Criterion) {
     let cold = PluginEngine::new(None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cached = PluginEngine::new(Some(dir.path().join("cache"))).unwrap();
-    cached.load(&path, &bytes, &sha).unwrap();
+    cached.load(&path, &bytes, &sha, false).unwrap();
     let mut group = c.benchmark_group("load");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
     group.bench_function("compile", |b| {
-        b.iter(|| cold.load(&path, &bytes, &sha).unwrap())
+        b.iter(|| cold.load(&path, &bytes, &sha, false).unwrap())
     });
     group.bench_function("cached load", |b| {
-        b.iter(|| cached.load(&path, &bytes, &sha).unwrap())
+        b.iter(|| cached.load(&path, &bytes, &sha, false).unwrap())
     });
     let version = LoadedPlugin::load(&cached, &spec(path.clone()), &bytes, &sha).unwrap();
     group.bench_function("instantiate + configure + self-check", |b| {

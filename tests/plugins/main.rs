@@ -361,6 +361,13 @@ fn admission_plugin_refuses_pods_without_limits() {
 fn faulty_guests_are_contained_and_the_default_decides() {
     let cases = [
         ("guest_loop", "  limits: {deadlineMs: 20}\n", "deadline"),
+        // With a fuel limit the plugin runs on the metered engine: the budget stops the loop
+        // long before the deadline.
+        (
+            "guest_loop",
+            "  limits: {deadlineMs: 60000, fuel: 5000000}\n",
+            "exhausted its fuel",
+        ),
         (
             "guest_alloc",
             "  limits: {deadlineMs: 2000, memoryMiB: 16}\n",

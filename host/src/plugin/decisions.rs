@@ -92,8 +92,7 @@ fn rank_by(
     let node = convert::node(&snapshot.node);
     let pressure: Vec<types::SignalObservation> =
         snapshot.pressure.iter().map(convert::observation).collect();
-    let mut pods = Vec::new();
-    policy::packed::pack_pods(&snapshot.pods, &mut pods);
+    let pods = policy::packed::pods_as_words(&snapshot.pods);
     let meta = CallMeta {
         pods: snapshot.meta.clone(),
         image_tags: Default::default(),

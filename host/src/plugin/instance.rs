@@ -57,13 +57,15 @@ pub struct LoadedPlugin {
     pub sha256: String,
     pub loaded_at: SystemTime,
     engine: PluginEngine,
+    /// The engine the component was compiled for (metered when the limits name fuel).
+    compiled_for: wasmtime::Engine,
     pre: WorldPre,
     name: Arc<str>,
     warm: Mutex<Option<Warm>>,
 }
 
-fn link(engine: &PluginEngine, component: &Component, world: World) -> wasmtime::Result<WorldPre> {
-    let mut linker: Linker<HostState> = Linker::new(engine.engine());
+fn link(component: &Component, world: World) -> wasmtime::Result<WorldPre> {
+    let mut linker: Linker<HostState> = Linker::new(component.engine());
     match world {
         World::EvictionPolicy => {
             eviction::EvictionPolicy::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?
@@ -89,10 +91,10 @@ fn link(engine: &PluginEngine, component: &Component, world: World) -> wasmtime:
 }
 
 /// The world a component implements, by trying each; `None` when it fits none.
-pub fn detect_world(engine: &PluginEngine, component: &Component) -> Option<World> {
+pub fn detect_world(component: &Component) -> Option<World> {
     World::ALL
         .into_iter()
-        .find(|world| link(engine, component, *world).is_ok())
+        .find(|world| link(component, *world).is_ok())
 }
 
 fn classify(error: wasmtime::Error, spec: &PluginSpec) -> Fault {
@@ -119,10 +121,10 @@ impl LoadedPlugin {
         sha256: &str,
     ) -> Result<Self, String> {
         let component = engine
-            .load(&spec.path, bytes, sha256)
+            .load(&spec.path, bytes, sha256, spec.limits.fuel.is_some())
             .map_err(|e| e.to_string())?;
-        let pre = link(engine, &component, spec.world).map_err(|e| {
-            let found = detect_world(engine, &component)
+        let pre = link(&component, spec.world).map_err(|e| {
+            let found = detect_world(&component)
                 .map_or("no plugin world".to_string(), |w| w.as_str().to_string());
             format!(
                 "does not implement world {} (it implements {found}): {e:#}",
@@ -134,6 +136,7 @@ impl LoadedPlugin {
             sha256: sha256.to_string(),
             loaded_at: SystemTime::now(),
             engine: engine.clone(),
+            compiled_for: component.engine().clone(),
             pre,
             name: Arc::from(spec.name.as_str()),
             warm: Mutex::new(None),
@@ -146,7 +149,7 @@ impl LoadedPlugin {
             .trap_on_grow_failure(true)
             .build();
         let mut store = Store::new(
-            self.engine.engine(),
+            &self.compiled_for,
             HostState::new(self.name.clone(), limits),
         );
         store.limiter(|state| &mut state.limits);
@@ -160,7 +163,9 @@ impl LoadedPlugin {
     fn arm_for(&self, store: &mut Store<HostState>, deadline_ms: u64) {
         let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1);
         store.set_epoch_deadline(ticks);
-        let _ = store.set_fuel(self.spec.limits.fuel.unwrap_or(u64::MAX));
+        if let Some(fuel) = self.spec.limits.fuel {
+            let _ = store.set_fuel(fuel);
+        }
     }
 
     /// A fresh instance, configured.

@@ -47,12 +47,12 @@ pub fn validate(
     let sha256 = sha256_hex(&bytes);
     let started = Instant::now();
     let component = engine
-        .load(file, &bytes, &sha256)
+        .load(file, &bytes, &sha256, limits.fuel.is_some())
         .map_err(|e| plugin_error(file, e.to_string()))?;
     let compiled = started.elapsed();
     let world = match world {
         Some(world) => world,
-        None => detect_world(&engine, &component)
+        None => detect_world(&component)
             .ok_or_else(|| plugin_error(file, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.0"))?,
     };
     let spec = PluginSpec {
@@ -189,8 +189,8 @@ pub fn test(
     let (component, _) = engine
         .load_file(file)
         .map_err(|e| plugin_error(file, e.to_string()))?;
-    let world = detect_world(&engine, &component)
-        .ok_or_else(|| plugin_error(file, "implements no plugin world"))?;
+    let world =
+        detect_world(&component).ok_or_else(|| plugin_error(file, "implements no plugin world"))?;
     let dir = tempfile_dir().map_err(|e| plugin_error(file, e))?;
     let config_file = dir.join("plugins.yaml");
     let config = serde_json::json!({

@@ -3,17 +3,43 @@
 //! Field names are the WIT names in snake case; see the WIT doc comments for
 //! what the host puts in each.
 
-/// The pod's Kubernetes QoS class (`types.qos-class`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// The pod's Kubernetes QoS class (`types.qos-class`). `repr(u8)` with these discriminants is
+/// the wire form's QoS byte (`crate::packed`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    zerocopy::TryFromBytes,
+    zerocopy::IntoBytes,
+    zerocopy::KnownLayout,
+    zerocopy::Immutable,
+)]
+#[repr(u8)]
 pub enum QosClass {
-    Guaranteed,
-    Burstable,
+    Guaranteed = 0,
+    Burstable = 1,
     #[default]
-    BestEffort,
+    BestEffort = 2,
 }
 
-/// One active pod in an eviction cycle (`types.pod-info`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One active pod in an eviction cycle (`types.pod-info`). `repr(C)` in this field order is the
+/// wire form of `rank`'s pod list (`crate::packed`): do not reorder the fields.
+#[derive(
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    zerocopy::TryFromBytes,
+    zerocopy::IntoBytes,
+    zerocopy::KnownLayout,
+    zerocopy::Immutable,
+)]
+#[repr(C)]
 pub struct PodInfo {
     pub priority: i32,
     pub qos: QosClass,

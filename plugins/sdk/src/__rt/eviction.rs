@@ -23,7 +23,7 @@ impl<T: EvictionPolicy + Default + 'static> Guest for EvictionGuest<T> {
     ) -> Result<Vec<u32>, String> {
         let node = node_info(node);
         let pressure: Vec<_> = pressure.into_iter().map(observation).collect();
-        let pods = wasmlet_policy_default::packed::unpack_pods(&pods)?;
+        let pods = wasmlet_policy_default::packed::pods_from_words(&pods)?;
         state::with(|p: &mut T| p.rank(&node, &pressure, &pods))
     }
 }
