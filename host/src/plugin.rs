@@ -10,6 +10,7 @@ pub mod instance;
 pub mod registry;
 pub mod state;
 pub mod tool;
+pub mod wasi;
 
 pub use config::World;
 pub use decisions::{DecidedBy, Decision, EvictionSnapshot};

@@ -2,6 +2,7 @@
 //! serves which world, with what limits and what `configure` text.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const API_VERSION: &str = "wasmlet.dev/v1alpha1";
@@ -70,6 +71,42 @@ impl Default for Limits {
     }
 }
 
+/// What a plugin may reach through WASI beyond the deny-all default: host directories and
+/// environment variables the operator names. Network access is never granted through WASI;
+/// probe and hook plugins reach their pod through the host's scoped imports instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Capabilities {
+    #[serde(default)]
+    pub directories: Vec<DirectoryGrant>,
+    /// Environment variables the plugin sees (it sees none of the host's).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+}
+
+/// A host directory preopened for the plugin, read-only unless `writable`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DirectoryGrant {
+    /// The directory on the host; relative paths are relative to the config file.
+    pub host_path: PathBuf,
+    /// Where the plugin sees it; defaults to `hostPath`.
+    #[serde(default)]
+    pub guest_path: Option<String>,
+    /// Lets the plugin create, write and remove files under it.
+    #[serde(default)]
+    pub writable: bool,
+}
+
+impl DirectoryGrant {
+    /// The path the guest opens.
+    pub fn guest_path(&self) -> String {
+        self.guest_path
+            .clone()
+            .unwrap_or_else(|| self.host_path.display().to_string())
+    }
+}
+
 /// One configured plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginSpec {
@@ -84,6 +121,8 @@ pub struct PluginSpec {
     /// An eviction plugin that ranks the same snapshots as the active one, for comparison
     /// only: its choices are logged and diffed, it never evicts.
     pub shadow: bool,
+    /// WASI grants; none by default.
+    pub capabilities: Capabilities,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +139,8 @@ struct RawSpec {
     config: Option<serde_json::Value>,
     #[serde(default)]
     shadow: bool,
+    #[serde(default)]
+    capabilities: Capabilities,
 }
 
 #[derive(Deserialize)]
@@ -224,6 +265,34 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         } else {
             spec.path
         };
+        let mut capabilities = spec.capabilities;
+        for (i, grant) in capabilities.directories.iter_mut().enumerate() {
+            let field = |name: &str| place(&format!("capabilities.directories[{i}].{name}"));
+            if grant.host_path.as_os_str().is_empty() {
+                return Err(error(field("hostPath"), "must not be empty".into()));
+            }
+            if grant.host_path.is_relative() {
+                grant.host_path = base.join(&grant.host_path);
+            }
+            if let Some(guest) = &grant.guest_path {
+                if !guest.starts_with('/') {
+                    return Err(error(
+                        field("guestPath"),
+                        format!("{guest:?} must be an absolute path"),
+                    ));
+                }
+            }
+        }
+        if let Some(name) = capabilities
+            .environment
+            .keys()
+            .find(|k| k.is_empty() || k.contains('='))
+        {
+            return Err(error(
+                place(&format!("capabilities.environment.{name}")),
+                "a variable name must be non-empty and contain no '='".into(),
+            ));
+        }
         specs.push(PluginSpec {
             name: spec.name,
             world: spec.world,
@@ -234,6 +303,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 .config
                 .map_or_else(|| "{}".to_string(), |v| v.to_string()),
             shadow: spec.shadow,
+            capabilities,
         });
     }
     Ok(specs)
@@ -274,6 +344,51 @@ mod tests {
             specs[0].config_json,
             r#"{"protectNamespaces":["kube-system"]}"#
         );
+        assert_eq!(specs[0].capabilities, Capabilities::default());
+    }
+
+    #[test]
+    fn capabilities_grant_directories_read_only_by_default() {
+        let specs = parse(
+            Path::new(FILE),
+            concat!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n",
+                "- name: gc\n  world: gc-strategy\n  path: gc.wasm\n  capabilities:\n",
+                "    directories:\n    - hostPath: keep\n      guestPath: /keep\n",
+                "    - {hostPath: /var/lib/scratch, writable: true}\n",
+                "    environment: {MODE: strict}\n",
+            ),
+        )
+        .unwrap();
+        let grants = &specs[0].capabilities;
+        assert_eq!(
+            grants.directories[0].host_path,
+            Path::new("/etc/wasmlet/keep")
+        );
+        assert_eq!(grants.directories[0].guest_path(), "/keep");
+        assert!(!grants.directories[0].writable);
+        assert_eq!(grants.directories[1].guest_path(), "/var/lib/scratch");
+        assert!(grants.directories[1].writable);
+        assert_eq!(grants.environment["MODE"], "strict");
+        let err = |grant: &str| {
+            parse(
+                Path::new(FILE),
+                &format!(
+                    "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: gc\n  world: gc-strategy\n  path: gc.wasm\n  capabilities: {grant}\n"
+                ),
+            )
+            .unwrap_err()
+        };
+        let e = err("{directories: [{hostPath: /a, guestPath: rel}]}");
+        assert_eq!(
+            e.place,
+            "plugins[0] (gc).capabilities.directories[0].guestPath"
+        );
+        let e = err("{network: true}");
+        assert!(e.place.starts_with("plugins[0] (gc).capabilities"), "{e}");
+        assert!(e.message.contains("unknown field `network`"), "{e}");
+        let e = err("{directories: [{hostPath: /a, readOnly: false}]}");
+        assert!(e.message.contains("unknown field `readOnly`"), "{e}");
     }
 
     #[test]

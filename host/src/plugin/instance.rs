@@ -23,6 +23,8 @@ pub enum Fault {
     Memory(u64),
     #[error("trapped: {0}")]
     Trap(String),
+    #[error("cannot be given its capabilities: {0}")]
+    Grant(String),
     #[error("configure refused the config: {0}")]
     Configure(String),
     #[error("returned an error: {0}")]
@@ -78,9 +80,9 @@ fn link(component: &Component, world: World) -> wasmtime::Result<WorldPre> {
             hooks::LifecycleHooks::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?
         }
     }
-    // WASI imports a Rust guest carries from its standard library: deny-all, every call
-    // traps. No filesystem, network, environment or clock is granted.
-    linker.define_unknown_imports_as_traps(component)?;
+    // WASI 0.2 with each store's deny-all context plus its grants (`super::wasi`). A
+    // component importing anything else is refused at load, naming the import.
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     let pre = linker.instantiate_pre(component)?;
     Ok(match world {
         World::EvictionPolicy => WorldPre::Eviction(eviction::EvictionPolicyPre::new(pre)?),
@@ -143,17 +145,16 @@ impl LoadedPlugin {
         })
     }
 
-    fn new_store(&self) -> Store<HostState> {
+    fn new_store(&self) -> Result<Store<HostState>, Fault> {
         let limits = StoreLimitsBuilder::new()
             .memory_size((self.spec.limits.memory_mib << 20) as usize)
             .trap_on_grow_failure(true)
             .build();
-        let mut store = Store::new(
-            &self.compiled_for,
-            HostState::new(self.name.clone(), limits),
-        );
+        let state = HostState::new(self.name.clone(), limits, &self.spec.capabilities)
+            .map_err(Fault::Grant)?;
+        let mut store = Store::new(&self.compiled_for, state);
         store.limiter(|state| &mut state.limits);
-        store
+        Ok(store)
     }
 
     fn arm(&self, store: &mut Store<HostState>) {
@@ -170,7 +171,7 @@ impl LoadedPlugin {
 
     /// A fresh instance, configured.
     fn instantiate(&self) -> Result<Warm, Fault> {
-        let mut store = self.new_store();
+        let mut store = self.new_store()?;
         self.arm(&mut store);
         let _ticking = self.engine.begin_call();
         let bindings = match &self.pre {
@@ -241,7 +242,7 @@ impl LoadedPlugin {
             let state = warm.store.data_mut();
             state.meta = meta;
             state.scope = scope;
-            state.log_budget = super::state::LOG_BUDGET;
+            state.reset_log_budget();
         }
         self.arm_for(&mut warm.store, deadline_ms);
         let result = {

@@ -5,9 +5,12 @@
 use super::bindings::eviction::wasmlet::plugin::{host, pod_meta};
 use super::bindings::{hooks, probe, types};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
 use wasmtime::StoreLimits;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Strings of one pod that plugins ask for only when they need them.
 #[derive(Debug, Clone, Default)]
@@ -48,8 +51,21 @@ pub struct HostState {
     pub limits: StoreLimits,
     pub meta: CallMeta,
     pub scope: Option<PodScope>,
-    /// Log events left for this call (a chatty plugin is cut off, not failed).
-    pub log_budget: u32,
+    /// Log events left for this call, `host.log` and stdout/stderr lines alike (a chatty
+    /// plugin is cut off, not failed).
+    pub log_budget: Arc<AtomicU32>,
+    /// The plugin's WASI: deny-all plus its config's grants (`super::wasi`).
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
 }
 
 /// Log events a plugin may emit per call.
@@ -58,14 +74,28 @@ const MAX_LOG_BYTES: usize = 2048;
 const MAX_BODY_BYTES: u64 = 1 << 20;
 
 impl HostState {
-    pub fn new(plugin: Arc<str>, limits: StoreLimits) -> Self {
-        Self {
+    /// A store's data for `plugin`; fails when a granted directory cannot be opened.
+    pub fn new(
+        plugin: Arc<str>,
+        limits: StoreLimits,
+        grants: &super::config::Capabilities,
+    ) -> Result<Self, String> {
+        let log_budget = Arc::new(AtomicU32::new(LOG_BUDGET));
+        let wasi = super::wasi::context(&plugin, grants, &log_budget)?;
+        Ok(Self {
             plugin,
             limits,
             meta: CallMeta::default(),
             scope: None,
-            log_budget: LOG_BUDGET,
-        }
+            log_budget,
+            wasi,
+            table: ResourceTable::new(),
+        })
+    }
+
+    /// Gives the next call a fresh log budget.
+    pub fn reset_log_budget(&self) {
+        self.log_budget.store(LOG_BUDGET, Ordering::Release);
     }
 
     fn pod(&self, index: u32) -> Option<&PodMeta> {
@@ -178,10 +208,14 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn log(&mut self, level: host::LogLevel, message: String, fields: Vec<(String, String)>) {
-        if self.log_budget == 0 {
+        let spent = self
+            .log_budget
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(1)
+            });
+        if spent.is_err() {
             return;
         }
-        self.log_budget -= 1;
         let mut message = message;
         message.truncate(MAX_LOG_BYTES);
         let fields: Vec<String> = fields

@@ -63,6 +63,7 @@ pub fn validate(
         limits,
         config_json: config_json.to_string(),
         shadow: false,
+        capabilities: Default::default(),
     };
     let plugin =
         LoadedPlugin::load(&engine, &spec, &bytes, &sha256).map_err(|e| plugin_error(file, e))?;
