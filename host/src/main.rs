@@ -79,6 +79,10 @@ enum PluginCommand {
         deadline_ms: u64,
         #[arg(long, default_value_t = 32)]
         memory_mib: u64,
+        /// A host directory the plugin may read, as HOST or HOST:GUEST (repeatable); the
+        /// same grant as `capabilities.directories` in the plugin config.
+        #[arg(long = "grant-dir", value_parser = wasmlet::plugin::tool::parse_grant)]
+        grant_dirs: Vec<wasmlet::plugin::config::DirectoryGrant>,
     },
     /// Write a ready-to-build plugin crate for a world.
     New {
@@ -100,6 +104,9 @@ enum PluginCommand {
         fixture: PathBuf,
         #[arg(long, default_value = "{}")]
         config: String,
+        /// A host directory the plugin may read, as HOST or HOST:GUEST (repeatable).
+        #[arg(long = "grant-dir", value_parser = wasmlet::plugin::tool::parse_grant)]
+        grant_dirs: Vec<wasmlet::plugin::config::DirectoryGrant>,
     },
 }
 
@@ -161,6 +168,7 @@ fn main() -> anyhow::Result<()> {
                     config,
                     deadline_ms,
                     memory_mib,
+                    grant_dirs,
                 },
         } => {
             let world = world
@@ -178,7 +186,16 @@ fn main() -> anyhow::Result<()> {
             };
             println!(
                 "{}",
-                wasmlet::plugin::tool::validate(&file, world, &config, limits)?
+                wasmlet::plugin::tool::validate(
+                    &file,
+                    world,
+                    &config,
+                    limits,
+                    wasmlet::plugin::config::Capabilities {
+                        directories: grant_dirs,
+                        ..Default::default()
+                    },
+                )?
             );
             Ok(())
         }
@@ -205,9 +222,10 @@ fn main() -> anyhow::Result<()> {
                     file,
                     fixture,
                     config,
+                    grant_dirs,
                 },
         } => {
-            let result = wasmlet::plugin::tool::test(&file, &fixture, &config)?;
+            let result = wasmlet::plugin::tool::test(&file, &fixture, &config, &grant_dirs)?;
             println!("{}", serde_json::to_string_pretty(&result)?);
             Ok(())
         }

@@ -128,11 +128,19 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
     let _serial = GC_NODE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let socket = gc_node_with_images(dir.path());
+    // The kept prefixes come from a file in a directory the plugin config grants (read-only):
+    // the real node's plugin reads it through WASI.
+    let keep = dir.path().join("keep");
+    std::fs::create_dir(&keep).unwrap();
+    std::fs::write(keep.join("prefixes"), "# kept\ndocker.io/library/keep-\n").unwrap();
     let plugins = plugin_config(
         dir.path(),
         "gc-keep",
         &built_plugin("gc_keep_prefixes"),
-        "{keepPrefixes: [docker.io/library/keep-]}",
+        &format!(
+            "{{keepPrefixesFile: /keep/prefixes}}\n  capabilities: {{directories: [{{hostPath: {}, guestPath: /keep}}]}}",
+            keep.display()
+        ),
     );
     let node = gc_node("t-image-gc", socket.clone(), &plugins);
 

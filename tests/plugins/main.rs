@@ -804,6 +804,39 @@ fn plugin_validate_and_test_commands() {
         .iter()
         .any(|p| p == "kube-system/dns"));
     assert_eq!(result["builtInOrder"][0], "default/cache", "{result}");
+
+    // A plugin that reads a file validates only with its directory granted.
+    let keep = tempfile::tempdir().unwrap();
+    std::fs::write(keep.path().join("prefixes"), "registry.local/\n").unwrap();
+    let gc = wasm("gc_keep_prefixes");
+    let config = r#"{"keepPrefixesFile":"/keep/prefixes"}"#;
+    let (ok, _, err) = run(&[
+        "plugin",
+        "validate",
+        gc.to_str().unwrap(),
+        "--config",
+        config,
+    ]);
+    assert!(!ok && err.contains("capabilities.directories"), "{err}");
+    let grant = format!("{}:/keep", keep.path().display());
+    let (ok, out, err) = run(&[
+        "plugin",
+        "validate",
+        gc.to_str().unwrap(),
+        "--config",
+        config,
+        "--grant-dir",
+        &grant,
+    ]);
+    assert!(ok && out.contains("world: gc-strategy"), "{out}{err}");
+    let (ok, _, err) = run(&[
+        "plugin",
+        "validate",
+        gc.to_str().unwrap(),
+        "--grant-dir",
+        "x:rel",
+    ]);
+    assert!(!ok && err.contains("must be absolute"), "{err}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! configure and self-check under its limits) and `wasmlet plugin test` (run one decision on
 //! a snapshot file and print it beside the built-in default's).
 
-use super::config::{Limits, PluginSpec, World};
+use super::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World};
 use super::engine::{sha256_hex, PluginEngine};
 use super::instance::{detect_world, LoadedPlugin};
 use super::registry::PluginRegistry;
@@ -34,6 +34,30 @@ fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError {
     }
 }
 
+/// Parses a `--grant-dir HOST[:GUEST]` flag: a read-only directory, seen by the plugin at
+/// GUEST (default: HOST). HOST is made absolute.
+pub fn parse_grant(text: &str) -> Result<DirectoryGrant, String> {
+    let (host, guest) = match text.split_once(':') {
+        Some((host, guest)) => (host, Some(guest.to_string())),
+        None => (text, None),
+    };
+    if host.is_empty() {
+        return Err(format!("--grant-dir {text:?}: the host directory is empty"));
+    }
+    if guest.as_deref().is_some_and(|g| !g.starts_with('/')) {
+        return Err(format!(
+            "--grant-dir {text:?}: the guest path must be absolute"
+        ));
+    }
+    let host_path = std::path::absolute(host).map_err(|e| format!("--grant-dir {text:?}: {e}"))?;
+    let guest_path = guest.or_else(|| Some(host_path.display().to_string()));
+    Ok(DirectoryGrant {
+        host_path,
+        guest_path,
+        writable: false,
+    })
+}
+
 /// Loads `file` for `world` (detected when `None`), then instantiates, configures and
 /// self-checks it under `limits`. Returns a report to print.
 pub fn validate(
@@ -41,6 +65,7 @@ pub fn validate(
     world: Option<World>,
     config_json: &str,
     limits: Limits,
+    capabilities: Capabilities,
 ) -> Result<String, ToolError> {
     let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
     let bytes = std::fs::read(file).map_err(|e| plugin_error(file, format!("cannot read: {e}")))?;
@@ -63,7 +88,7 @@ pub fn validate(
         limits,
         config_json: config_json.to_string(),
         shadow: false,
-        capabilities: Default::default(),
+        capabilities,
     };
     let plugin =
         LoadedPlugin::load(&engine, &spec, &bytes, &sha256).map_err(|e| plugin_error(file, e))?;
@@ -175,6 +200,7 @@ pub fn test(
     file: &Path,
     fixture_file: &Path,
     config_json: &str,
+    grants: &[DirectoryGrant],
 ) -> Result<serde_json::Value, ToolError> {
     let fixture_error = |field: String, message: String| ToolError::Fixture {
         file: fixture_file.to_path_buf(),
@@ -198,7 +224,9 @@ pub fn test(
         "apiVersion": "wasmlet.dev/v1alpha1",
         "kind": "PluginConfiguration",
         "plugins": [{"name": "under-test", "world": world.as_str(), "path": file.canonicalize().unwrap_or(file.to_path_buf()),
-                      "config": serde_json::from_str::<serde_json::Value>(config_json).unwrap_or_default()}],
+                      "config": serde_json::from_str::<serde_json::Value>(config_json).unwrap_or_default(),
+                      "capabilities": {"directories": grants.iter().map(|g| serde_json::json!({
+                          "hostPath": g.host_path, "guestPath": g.guest_path(), "writable": g.writable})).collect::<Vec<_>>()}}],
     });
     std::fs::write(&config_file, config.to_string())
         .map_err(|e| plugin_error(file, e.to_string()))?;

@@ -79,3 +79,33 @@ fn containers_use_the_upstream_default() {
     let c = GcCase::new().dead(0, 0, 1).dead(0, 1, 2);
     assert_eq!(c.plan_containers(&strategy("{}")).unwrap(), vec![1]);
 }
+
+#[test]
+fn prefixes_come_from_the_file_too_and_are_re_read_before_each_plan() {
+    let file = std::env::temp_dir().join(format!("gc-keep-prefixes-{}", std::process::id()));
+    std::fs::write(&file, "# platform images\nregistry.local/platform/\n\n").unwrap();
+    let s = strategy(&format!(r#"{{"keepPrefixesFile": "{}"}}"#, file.display()));
+    assert_eq!(
+        case(1000 * MI).plan_image_tags(&s).unwrap(),
+        [
+            "docker.io/library/nginx:1.25",
+            "docker.io/library/busybox:1.36"
+        ]
+    );
+    // Edited: nothing is kept any more, so the largest unused image goes first.
+    std::fs::write(&file, "# nothing kept\n").unwrap();
+    assert_eq!(
+        case(100 * MI).plan_image_tags(&s).unwrap(),
+        ["registry.local/platform/agent:2"]
+    );
+    // Gone: the prefixes last read at configure time still hold.
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(
+        case(150 * MI).plan_image_tags(&s).unwrap(),
+        ["docker.io/library/nginx:1.25"]
+    );
+    let err = KeepPrefixes::default()
+        .configure(&format!(r#"{{"keepPrefixesFile": "{}"}}"#, file.display()))
+        .unwrap_err();
+    assert!(err.contains("capabilities.directories"), "{err}");
+}
