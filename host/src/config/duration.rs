@@ -47,7 +47,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
 /// Formats like Go's `Duration.String()` for whole seconds and milliseconds, for logs and `/configz`.
 pub fn format(duration: Duration) -> String {
     let millis = duration.as_millis();
-    if millis % 1000 != 0 {
+    if !millis.is_multiple_of(1000) {
         return format!("{millis}ms");
     }
     let secs = duration.as_secs();

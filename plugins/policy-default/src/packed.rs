@@ -47,7 +47,7 @@ pub fn pods_as_words(pods: &[PodInfo]) -> Cow<'_, [u64]> {
 /// An incomplete pod, an unknown QoS or a flag that is neither 0 nor 1 is an error naming
 /// the pod.
 pub fn pods_from_words(words: &[u64]) -> Result<Cow<'_, [PodInfo]>, String> {
-    if cfg!(target_endian = "little") && words.len() % POD_WORDS == 0 {
+    if cfg!(target_endian = "little") && words.len().is_multiple_of(POD_WORDS) {
         if let Ok(pods) = <[PodInfo]>::try_ref_from_bytes(words.as_bytes()) {
             return Ok(Cow::Borrowed(pods));
         }
@@ -92,7 +92,7 @@ const HAS_STATS_SHIFT: u32 = 56;
 /// Reads pods back from the wire form field by field; an incomplete pod, an unknown QoS or a
 /// flag that is neither 0 nor 1 is an error.
 pub fn unpack_pods(words: &[u64]) -> Result<Vec<PodInfo>, String> {
-    if words.len() % POD_WORDS != 0 {
+    if !words.len().is_multiple_of(POD_WORDS) {
         return Err(format!(
             "pod list of {} words is not a multiple of {POD_WORDS}",
             words.len()
