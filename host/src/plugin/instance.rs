@@ -242,7 +242,7 @@ impl LoadedPlugin {
             let state = warm.store.data_mut();
             state.meta = meta;
             state.scope = scope;
-            state.reset_log_budget();
+            state.log_budget.reset();
         }
         self.arm_for(&mut warm.store, deadline_ms);
         let result = {

@@ -51,9 +51,8 @@ pub struct HostState {
     pub limits: StoreLimits,
     pub meta: CallMeta,
     pub scope: Option<PodScope>,
-    /// Log events left for this call, `host.log` and stdout/stderr lines alike (a chatty
-    /// plugin is cut off, not failed).
-    pub log_budget: Arc<AtomicU32>,
+    /// Log events left for this call, `host.log` and stdout/stderr lines alike.
+    pub log_budget: LogBudget,
     /// The plugin's WASI: deny-all plus its config's grants (`super::wasi`).
     pub wasi: WasiCtx,
     pub table: ResourceTable,
@@ -70,7 +69,38 @@ impl WasiView for HostState {
 
 /// Log events a plugin may emit per call.
 pub const LOG_BUDGET: u32 = 64;
-const MAX_LOG_BYTES: usize = 2048;
+/// Longest log message (or line of plugin output) the host keeps; the rest is dropped.
+pub const MAX_LOG_BYTES: usize = 2048;
+
+/// The log events left for the call in progress, shared by `host.log` and the plugin's
+/// stdout/stderr streams: a chatty plugin is cut off, not failed.
+#[derive(Debug, Clone)]
+pub struct LogBudget(Arc<AtomicU32>);
+
+impl LogBudget {
+    pub fn new(events: u32) -> Self {
+        Self(Arc::new(AtomicU32::new(events)))
+    }
+
+    /// Takes one event; `false` once the budget is spent.
+    pub fn spend(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                left.checked_sub(1)
+            })
+            .is_ok()
+    }
+
+    /// Gives the next call a fresh budget.
+    pub fn reset(&self) {
+        self.0.store(LOG_BUDGET, Ordering::Release);
+    }
+
+    /// Events left.
+    pub fn left(&self) -> u32 {
+        self.0.load(Ordering::Acquire)
+    }
+}
 const MAX_BODY_BYTES: u64 = 1 << 20;
 
 impl HostState {
@@ -80,7 +110,7 @@ impl HostState {
         limits: StoreLimits,
         grants: &super::config::Capabilities,
     ) -> Result<Self, String> {
-        let log_budget = Arc::new(AtomicU32::new(LOG_BUDGET));
+        let log_budget = LogBudget::new(LOG_BUDGET);
         let wasi = super::wasi::context(&plugin, grants, &log_budget)?;
         Ok(Self {
             plugin,
@@ -91,11 +121,6 @@ impl HostState {
             wasi,
             table: ResourceTable::new(),
         })
-    }
-
-    /// Gives the next call a fresh log budget.
-    pub fn reset_log_budget(&self) {
-        self.log_budget.store(LOG_BUDGET, Ordering::Release);
     }
 
     fn pod(&self, index: u32) -> Option<&PodMeta> {
@@ -208,12 +233,7 @@ impl types::Host for HostState {}
 
 impl host::Host for HostState {
     fn log(&mut self, level: host::LogLevel, message: String, fields: Vec<(String, String)>) {
-        let spent = self
-            .log_budget
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
-                left.checked_sub(1)
-            });
-        if spent.is_err() {
+        if !self.log_budget.spend() {
             return;
         }
         let mut message = message;

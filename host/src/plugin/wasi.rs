@@ -9,24 +9,21 @@
 //! `host.log` import.
 
 use super::config::Capabilities;
+use super::state::{LogBudget, MAX_LOG_BYTES};
 use bytes::Bytes;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-/// Longest line of plugin output the host logs; the rest of a longer line is dropped.
-const MAX_LINE_BYTES: usize = 2048;
-
 /// Builds a plugin's WASI context: deny-all plus what `grants` names. Fails when a granted
 /// directory cannot be opened, naming it.
 pub fn context(
     plugin: &Arc<str>,
     grants: &Capabilities,
-    log_budget: &Arc<AtomicU32>,
+    log_budget: &LogBudget,
 ) -> Result<WasiCtx, String> {
     let mut builder = WasiCtxBuilder::new();
     builder
@@ -62,11 +59,11 @@ pub fn context(
 struct LogOutput {
     plugin: Arc<str>,
     stream: &'static str,
-    budget: Arc<AtomicU32>,
+    budget: LogBudget,
 }
 
 impl LogOutput {
-    fn new(plugin: &Arc<str>, stream: &'static str, budget: &Arc<AtomicU32>) -> Self {
+    fn new(plugin: &Arc<str>, stream: &'static str, budget: &LogBudget) -> Self {
         Self {
             plugin: plugin.clone(),
             stream,
@@ -104,14 +101,14 @@ impl StdoutStream for LogOutput {
 struct LineWriter {
     plugin: Arc<str>,
     stream: &'static str,
-    budget: Arc<AtomicU32>,
+    budget: LogBudget,
     line: Vec<u8>,
 }
 
 impl LineWriter {
     fn push(&mut self, bytes: &[u8]) {
         for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-            let room = MAX_LINE_BYTES.saturating_sub(self.line.len());
+            let room = MAX_LOG_BYTES.saturating_sub(self.line.len());
             let (text, ended) = match chunk.strip_suffix(b"\n") {
                 Some(text) => (text, true),
                 None => (chunk, false),
@@ -125,12 +122,7 @@ impl LineWriter {
 
     fn emit(&mut self) {
         let line = std::mem::take(&mut self.line);
-        let spent = self
-            .budget
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
-                left.checked_sub(1)
-            });
-        if spent.is_err() {
+        if !self.budget.spend() {
             return;
         }
         let text = String::from_utf8_lossy(&line);
@@ -191,24 +183,20 @@ mod tests {
     use super::*;
 
     fn writer(budget: u32) -> LineWriter {
-        LogOutput::new(&Arc::from("p"), "stdout", &Arc::new(AtomicU32::new(budget))).writer()
+        LogOutput::new(&Arc::from("p"), "stdout", &LogBudget::new(budget)).writer()
     }
 
     #[test]
     fn lines_are_split_capped_and_counted_against_the_budget() {
         let mut w = writer(2);
         w.push(b"one\ntw");
-        assert_eq!(w.budget.load(Ordering::Acquire), 1, "one line logged");
+        assert_eq!(w.budget.left(), 1, "one line logged");
         assert_eq!(w.line, b"tw");
         w.push(b"o\nthree\nfour\n");
-        assert_eq!(
-            w.budget.load(Ordering::Acquire),
-            0,
-            "the budget stops at zero"
-        );
+        assert_eq!(w.budget.left(), 0, "the budget stops at zero");
         assert!(w.line.is_empty());
         let mut long = writer(1);
-        long.push(&vec![b'x'; 3 * MAX_LINE_BYTES]);
-        assert_eq!(long.line.len(), MAX_LINE_BYTES);
+        long.push(&vec![b'x'; 3 * MAX_LOG_BYTES]);
+        assert_eq!(long.line.len(), MAX_LOG_BYTES);
     }
 }
