@@ -60,14 +60,9 @@ pub fn pods_from_words(words: &[u64]) -> Result<Cow<'_, [PodInfo]>, String> {
 pub fn pack_pods(pods: &[PodInfo], out: &mut Vec<u64>) {
     out.reserve(pods.len() * POD_WORDS);
     for p in pods {
-        let qos = match p.qos {
-            QosClass::Guaranteed => 0u64,
-            QosClass::Burstable => 1,
-            QosClass::BestEffort => 2,
-        };
         out.extend_from_slice(&[
             u64::from(p.priority as u32)
-                | qos << 32
+                | u64::from(p.qos as u8) << QOS_SHIFT
                 | u64::from(p.is_static) << STATIC_SHIFT
                 | u64::from(p.is_critical) << CRITICAL_SHIFT
                 | u64::from(p.has_stats) << HAS_STATS_SHIFT,
@@ -85,6 +80,7 @@ pub fn pack_pods(pods: &[PodInfo], out: &mut Vec<u64>) {
     }
 }
 
+const QOS_SHIFT: u32 = 32;
 const STATIC_SHIFT: u32 = 40;
 const CRITICAL_SHIFT: u32 = 48;
 const HAS_STATS_SHIFT: u32 = 56;
@@ -101,7 +97,7 @@ pub fn unpack_pods(words: &[u64]) -> Result<Vec<PodInfo>, String> {
     let (chunks, _) = words.as_chunks::<POD_WORDS>();
     let mut pods = Vec::with_capacity(chunks.len());
     for (i, w) in chunks.iter().enumerate() {
-        let qos = match byte(w[0], 32) {
+        let qos = match byte(w[0], QOS_SHIFT) {
             0 => QosClass::Guaranteed,
             1 => QosClass::Burstable,
             2 => QosClass::BestEffort,
