@@ -3,7 +3,7 @@
 //! same formula the node uses), never from /proc/meminfo's MemAvailable. Static pods are made
 //! evictable with `evictStaticPods: true` (a standalone node has nothing else).
 
-use crate::harness::{built_plugin, Node, NodeOptions};
+use crate::harness::{built_plugin, write_plugin_config, Node, NodeOptions};
 use serde_json::Value;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -79,12 +79,7 @@ fn memory_pressure(node: &Node) -> Option<bool> {
 /// with a positive headroom the pressure is real from the start and never ends.
 fn pressured_node(name: &str, headroom: i64, plugins: &str) -> Node {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("plugins.yaml");
-    std::fs::write(
-        &config,
-        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"),
-    )
-    .unwrap();
+    let config = write_plugin_config(dir.path(), plugins);
     let threshold = memory_available() + headroom;
     let node = Node::start_with(
         name,

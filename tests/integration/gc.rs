@@ -3,7 +3,7 @@
 //! containerd whose image filesystem is a small tmpfs (scripts/setup-gc-node.sh), where a test
 //! can push usage over the thresholds without touching anybody else's images.
 
-use crate::harness::{built_plugin, busybox_pod, Node, NodeOptions};
+use crate::harness::{built_plugin, busybox_pod, write_plugin_config, Node, NodeOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -110,17 +110,13 @@ fn gc_node(name: &str, socket: PathBuf, plugins: &Path) -> Node {
 }
 
 fn plugin_config(dir: &Path, name: &str, wasm: &Path, config: &str) -> PathBuf {
-    let file = dir.join("plugins.yaml");
-    std::fs::write(
-        &file,
-        format!(
-            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
-             - name: {name}\n  world: gc-strategy\n  path: {}\n  config: {config}\n",
+    write_plugin_config(
+        dir,
+        &format!(
+            "- name: {name}\n  world: gc-strategy\n  path: {}\n  config: {config}\n",
             wasm.display()
         ),
     )
-    .unwrap();
-    file
 }
 
 #[test]

@@ -391,6 +391,27 @@ pub fn condition(pod: &Value, kind: &str) -> String {
         .to_string()
 }
 
+/// Writes a `PluginConfiguration` listing `plugins` (YAML list items) to `dir/plugins.yaml`.
+pub fn write_plugin_config(dir: &std::path::Path, plugins: &str) -> PathBuf {
+    let file = dir.join("plugins.yaml");
+    std::fs::write(
+        &file,
+        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"),
+    )
+    .unwrap();
+    file
+}
+
+/// The number after `tag` on its line of `text` (lines of `TAG <unix seconds>` that a test's
+/// container appends to a shared file).
+pub fn event_time(text: &str, tag: &str) -> u64 {
+    text.lines()
+        .find(|l| l.split(' ').next() == Some(tag))
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {tag} in {text:?}"))
+}
+
 /// A plugin component built by scripts/build-plugins.sh (`plugins/` or `tests/guests/`).
 pub fn built_plugin(name: &str) -> PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

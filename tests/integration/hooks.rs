@@ -2,7 +2,7 @@
 //! postStart kills the container; preStop runs before SIGTERM and its time is taken from the
 //! grace period; the sleep action.
 
-use crate::harness::{container_status, Node};
+use crate::harness::{container_status, event_time, Node};
 use std::time::Duration;
 
 /// A hostPath directory the test reads what the container and its hooks wrote.
@@ -121,13 +121,7 @@ fn pre_stop_runs_before_sigterm_and_takes_from_the_grace_period() {
         n.pod("stop").is_none().then_some(())
     });
     let text = std::fs::read_to_string(&events).unwrap();
-    let time_of = |tag: &str| -> u64 {
-        text.lines()
-            .find(|l| l.split(' ').next() == Some(tag))
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {tag} in {text:?}"))
-    };
+    let time_of = |tag: &str| event_time(&text, tag);
     let (prestop, done, term) = (time_of("PRESTOP"), time_of("PRESTOP-DONE"), time_of("TERM"));
     assert!(
         prestop <= done && done <= term,

@@ -3,18 +3,15 @@
 //! own probes; an admission plugin (admission-require-limits) refuses a pod with a reason;
 //! a preStop plugin (hooks-drain) calls the pod's drain endpoint before SIGTERM.
 
-use crate::harness::{built_plugin, condition, container_status, Node, NodeOptions};
+use crate::harness::{
+    built_plugin, condition, container_status, event_time, write_plugin_config, Node, NodeOptions,
+};
 use std::time::Duration;
 
 /// A node serving `plugins` (YAML list items); the returned directory holds their config.
 fn node_with_plugins(name: &str, plugins: &str) -> (Node, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("plugins.yaml");
-    std::fs::write(
-        &config,
-        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"),
-    )
-    .unwrap();
+    let config = write_plugin_config(dir.path(), plugins);
     let node = Node::start_with(
         name,
         NodeOptions {
@@ -216,13 +213,7 @@ spec:
             .ok()
             .filter(|t| t.contains("TERM"))
     });
-    let time_of = |tag: &str| -> u64 {
-        text.lines()
-            .find(|l| l.split(' ').next() == Some(tag))
-            .and_then(|l| l.split(' ').nth(1))
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {tag} in {text:?}"))
-    };
+    let time_of = |tag: &str| event_time(&text, tag);
     let (drained, term) = (time_of("DRAIN"), time_of("TERM"));
     assert!(
         term > drained,

@@ -1,6 +1,6 @@
 //! `/plugins` on a running node, and a live swap seen there.
 
-use crate::harness::{built_plugin, Node, NodeOptions};
+use crate::harness::{built_plugin, write_plugin_config, Node, NodeOptions};
 use std::time::Duration;
 
 #[test]
@@ -8,17 +8,14 @@ fn plugins_are_listed_and_swapped_on_a_live_node() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("eviction.wasm");
     std::fs::copy(built_plugin("eviction_default"), &live).unwrap();
-    let config = dir.path().join("plugins.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n\
-             - name: eviction\n  world: eviction-policy\n  path: eviction.wasm\n\
+    let config = write_plugin_config(
+        dir.path(),
+        &format!(
+            "- name: eviction\n  world: eviction-policy\n  path: eviction.wasm\n\
              - name: gc-default\n  world: gc-strategy\n  path: {}\n",
             built_plugin("gc_default").display()
         ),
-    )
-    .unwrap();
+    );
     let node = Node::start_with(
         "t-plugins",
         NodeOptions {
