@@ -16,9 +16,9 @@ mod harness;
 use harness::{busybox_pod, container_status, Node, NodeOptions};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
-use wasmlet::cri::pod_config::{self, NodeContext};
 use wasmlet::cri::CriClient;
 use wasmlet::health::Health;
+use wasmlet::kuberuntime::pod_config::{self, NodeContext};
 use wasmlet::pleg::{Pleg, PlegConfig};
 use wasmlet::runtime_status::PodRuntimeStatus;
 use wasmlet::source::manifest;
@@ -53,9 +53,9 @@ async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (Dura
         .run_pod_sandbox(sandbox_config.clone())
         .await
         .expect("RunPodSandbox");
-    let facts = wasmlet::cri::env::PodFacts::default();
-    let config =
-        pod_config::container_config(&pod, container, 0, &facts, node).expect("container config");
+    let facts = wasmlet::fieldpath::PodFacts::default();
+    let config = pod_config::container_config(&pod, container, 0, &facts, node, Vec::new())
+        .expect("container config");
     let id = cri
         .create_container(&sandbox, config, sandbox_config)
         .await
@@ -124,7 +124,7 @@ fn main() {
         node_name: "bench-raw".into(),
         node_ip: "127.0.0.1".into(),
         pod_logs_dir: node.logs_dir(),
-        machine_memory_bytes: wasmlet::resources::machine_memory_bytes(),
+        machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
         root_dir: node.dir.path().join("raw-root"),
     };
 
@@ -192,7 +192,7 @@ fn main() {
             let status = runtime
                 .block_on(PodRuntimeStatus::fetch(&cri, &uid, "bench"))
                 .ok()?;
-            wasmlet::runtime_status::time_of(status.containers.first()?.finished_at)
+            wasmlet::timestamps::time_of(status.containers.first()?.finished_at)
         });
         latency.push(ms(seen.duration_since(finished).unwrap_or_default()));
         node.remove_manifest(&format!("{name}.yaml"));

@@ -1,21 +1,21 @@
 //! `wasmlet run`: wires the config, the runtime client, the source, the PLEG, the SyncLoop
 //! and the HTTP endpoints together, and runs until a signal.
 
+use crate::admission::PodAdmitChain;
 use crate::config::NodeConfig;
-use crate::cri::pod_config::NodeContext;
 use crate::cri::{CriClient, CriError};
 use crate::eviction::{DecisionLog, EvictionConfig, EvictionManager, NodePressure};
 use crate::gc::{ContainerGc, GarbageCollector, ImageGc, ImageGcPolicy};
 use crate::health::Health;
+use crate::kuberuntime::{NodeContext, RuntimeManager};
 use crate::pleg::events::EventSource;
 use crate::pleg::{self, Pleg, PlegConfig};
 use crate::plugin::{PluginEngine, PluginRegistry};
 use crate::pod_worker::NodeRuntime;
 use crate::server::{self, ServerState};
 use crate::source::{self, SourceSnapshot};
-use crate::status::StatusStore;
+use crate::status::{StatusManager, StatusStore};
 use crate::syncloop::{SyncLoop, SyncLoopInputs};
-use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -178,7 +178,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         warn!(%field, %why, "eviction thresholds rejected; eviction is off");
         Vec::new()
     });
-    let memory_capacity = crate::resources::machine_memory_bytes();
+    let memory_capacity = crate::machine::machine_memory_bytes();
     let nodefs_capacity =
         crate::fs_stats::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);
     let hard = |signal: wasmlet_policy_default::Signal, capacity: i64| {
@@ -192,7 +192,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         ip: config.node_ip.to_string(),
         max_pods: kubelet.max_pods,
         memory_capacity_bytes: memory_capacity,
-        cpu_capacity_millis: crate::resources::machine_cpu_millis(),
+        cpu_capacity_millis: crate::machine::machine_cpu_millis(),
         nodefs_capacity_bytes: nodefs_capacity,
         memory_hard_threshold_bytes: hard(
             wasmlet_policy_default::Signal::MemoryAvailable,
@@ -229,25 +229,29 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     });
     tokio::spawn(eviction.run());
 
+    let plugins_for_admission = prober.plugins.clone();
     let node = Arc::new(NodeRuntime {
-        cri: cri.clone(),
-        node: NodeContext {
-            node_name: config.node_name.clone(),
-            node_ip: config.node_ip.to_string(),
-            pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
-            machine_memory_bytes: crate::resources::machine_memory_bytes(),
-            root_dir: config.root_dir.clone(),
+        runtime: RuntimeManager {
+            cri: cri.clone(),
+            node: NodeContext {
+                node_name: config.node_name.clone(),
+                node_ip: config.node_ip.to_string(),
+                pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
+                machine_memory_bytes: crate::machine::machine_memory_bytes(),
+                root_dir: config.root_dir.clone(),
+            },
+            plugins: prober.plugins.clone(),
+            sync_frequency: kubelet.sync_frequency,
         },
-        store: store.clone(),
+        status: Arc::new(StatusManager::new(store.clone(), Vec::new())),
         runtime_name,
-        sync_frequency: kubelet.sync_frequency,
         container_backoff: config.wasmlet.container_restart_back_off,
         image_backoff: config.wasmlet.image_pull_back_off,
         prober,
     });
 
     let (pleg_tx, pleg_rx) = mpsc::channel(pleg::CHANNEL_CAPACITY);
-    let (runtime_pods_tx, runtime_pods_rx) = watch::channel(HashSet::new());
+    let (runtime_pods_tx, runtime_pods_rx) = watch::channel(None);
     let pleg_config = PlegConfig {
         relist_period: config.wasmlet.pleg_relist_period,
         evented_relist_period: config.wasmlet.pleg_evented_relist_period,
@@ -267,7 +271,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         &config.node_name,
         pleg_config,
         health.clone(),
-        node.store.clone(),
+        store.clone(),
     );
     tokio::spawn(pleg.run(pleg_tx, runtime_pods_tx));
 
@@ -289,15 +293,12 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         }
     }
 
-    let syncloop = SyncLoop::new(
-        node,
-        health,
-        kubelet.max_pods as usize,
-        config.wasmlet.housekeeping_period,
-        pressure,
-    );
+    let (updates_tx, updates_rx) = mpsc::unbounded_channel();
+    tokio::spawn(source::merge::run(source_rx, updates_tx));
+    let admission = PodAdmitChain::new(pressure, kubelet.max_pods as usize, plugins_for_admission);
+    let syncloop = SyncLoop::new(node, health, admission, config.wasmlet.housekeeping_period);
     let inputs = SyncLoopInputs {
-        source: source_rx,
+        updates: updates_rx,
         pleg_events: pleg_rx,
         runtime_pods: runtime_pods_rx,
         evictions: evict_rx,

@@ -1,9 +1,7 @@
-//! The container runtime, through CRI v1: the generated protocol, a client with deadlines,
-//! and the translation of a pod spec into sandbox and container configs.
+//! The container runtime, through CRI v1: the generated protocol, a client with deadlines, and
+//! the label keys objects carry. What to ask of it is `kuberuntime`'s.
 
 pub mod client;
-pub mod env;
-pub mod pod_config;
 
 pub use client::{CriClient, CriError, Labels};
 
@@ -46,4 +44,7 @@ pub mod labels {
     pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str =
         "io.kubernetes.container.terminationMessagePath";
     pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
+    /// The hash of the container spec the container was created from: a container whose
+    /// spec changed under the same pod UID is replaced.
+    pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
 }

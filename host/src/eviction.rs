@@ -7,13 +7,12 @@ pub mod pod_stats;
 pub mod signals;
 
 use crate::config::eviction::{Threshold, ThresholdValue};
-use crate::cri::pod_config;
 use crate::gc::GarbageCollector;
 use crate::metrics::{decided_by_label, EvictionLabels, Metrics, PluginLabels};
 use crate::plugin::state::PodMeta;
 use crate::plugin::{DecidedBy, EvictionSnapshot, PluginRegistry};
 use crate::resources::{self, QosClass};
-use crate::status::{self, StatusStore};
+use crate::status::StatusStore;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -163,7 +162,7 @@ impl NodePressure {
             return Ok(());
         }
         let refuse = if active == [Condition::MemoryPressure] {
-            pod_config::pod_qos(pod) == QosClass::BestEffort
+            crate::resources::pod_qos(pod) == QosClass::BestEffort
                 && !tolerates(pod, Condition::MemoryPressure)
         } else {
             true
@@ -617,12 +616,14 @@ impl EvictionManager {
         let mut meta = Vec::new();
         for pod in &pods {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
-            let qos = pod_config::pod_qos(pod);
+            let qos = crate::resources::pod_qos(pod);
             let parent = qos.cgroup_parent(&uid);
             let usage = signals::cgroup_working_set(&parent);
             let runtime = runtime_usage.get(&uid).copied().unwrap_or_default();
-            let (log_bytes, log_inodes) =
-                pod_stats::dir_usage(&pod_config::log_directory(&self.config.pod_logs_dir, pod));
+            let (log_bytes, log_inodes) = pod_stats::dir_usage(&crate::podutil::log_directory(
+                &self.config.pod_logs_dir,
+                pod,
+            ));
             let (volume_bytes, volume_inodes) = pod_stats::dir_usage(
                 &self
                     .config
@@ -677,8 +678,8 @@ impl EvictionManager {
             node: NodeInfo {
                 memory_capacity_bytes: memory.capacity,
                 memory_allocatable_bytes: memory.capacity,
-                cpu_capacity_millis: resources::machine_cpu_millis().max(0) as u64,
-                cpu_allocatable_millis: resources::machine_cpu_millis().max(0) as u64,
+                cpu_capacity_millis: crate::machine::machine_cpu_millis().max(0) as u64,
+                cpu_allocatable_millis: crate::machine::machine_cpu_millis().max(0) as u64,
                 pod_count: pods.len() as u32,
                 ..Default::default()
             },
@@ -769,7 +770,7 @@ impl EvictionManager {
             })
             .collect();
         let mut record = DecisionRecord {
-            time: status::api_time(SystemTime::now()).0.to_string(),
+            time: crate::timestamps::now().0.to_string(),
             cycle,
             signal: threshold.signal.as_str(),
             threshold: threshold_value,

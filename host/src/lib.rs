@@ -1,24 +1,30 @@
 //! wasmlet: a Kubernetes node agent (kubelet) whose policies are WebAssembly components.
 //!
-//! The call path is short on purpose: [`source`] -> [`syncloop`] -> [`pod_worker`] -> [`cri`],
-//! with [`pleg`] telling the loop what changed and [`status`] computing what `/pods` serves.
+//! The call path is short on purpose: [`source`] -> [`syncloop`] (with [`admission`]) ->
+//! [`pod_worker`] -> [`kuberuntime`] -> [`cri`], with [`pleg`] telling the loop what changed
+//! and [`status`] the only writer of pod status.
 
+pub mod admission;
 pub mod agent;
 pub mod backoff;
 pub mod cgroups;
 pub mod config;
 pub mod cri;
 pub mod eviction;
+pub mod fieldpath;
 pub mod fs_stats;
 pub mod gc;
 pub mod health;
+pub mod kuberuntime;
 pub mod lifecycle;
 pub mod logs;
+pub mod machine;
 pub mod metrics;
 pub mod node_status;
 pub mod pleg;
 pub mod plugin;
 pub mod pod_worker;
+pub mod podutil;
 pub mod prober;
 pub mod resources;
 pub mod runtime_status;
@@ -27,4 +33,5 @@ pub mod source;
 pub mod status;
 pub mod syncloop;
 pub mod terminal;
+pub mod timestamps;
 pub mod volumes;

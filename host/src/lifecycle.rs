@@ -8,15 +8,13 @@
 use crate::cri::{CriClient, CriError};
 use crate::plugin::state::PodMeta;
 use crate::plugin::{PluginRegistry, World};
+use crate::podutil::{self, MINIMUM_GRACE};
 use crate::prober::{exec, http, wasm};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
-
-/// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
-pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 
 /// Upstream puts no bound on a postStart hook; wasmlet bounds it so a hung hook cannot hold
 /// a pod worker forever (the container is killed as for a failed hook).
@@ -65,7 +63,7 @@ impl PodHooks {
     }
 
     fn ports(&self) -> Vec<u16> {
-        declared_ports(&self.pod)
+        podutil::declared_ports(&self.pod)
     }
 
     fn meta(&self) -> PodMeta {
@@ -80,7 +78,7 @@ impl PodHooks {
     }
 
     fn pod_name(&self) -> String {
-        crate::pod_worker::full_name(&self.pod)
+        podutil::full_name(&self.pod)
     }
 
     /// Runs the postStart hooks of `container` (started as `id`): the spec's handler, then
@@ -237,23 +235,4 @@ impl PodHooks {
         .await
         .unwrap_or_else(|error| Err(format!("hook plugin task: {error}")))
     }
-}
-
-/// The container ports `pod` declares (app and init containers), sorted and deduplicated:
-/// what a scoped plugin's `tcp-connect` and `http-get` may reach.
-pub fn declared_ports(pod: &Pod) -> Vec<u16> {
-    let mut ports: Vec<u16> = pod
-        .spec
-        .iter()
-        .flat_map(|s| {
-            s.containers
-                .iter()
-                .chain(s.init_containers.iter().flatten())
-        })
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter_map(|p| u16::try_from(p.container_port).ok())
-        .collect();
-    ports.sort_unstable();
-    ports.dedup();
-    ports
 }

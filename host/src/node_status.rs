@@ -34,14 +34,14 @@ fn condition(
     changed: SystemTime,
     reason_message: (&str, &str),
 ) -> NodeCondition {
-    let now = crate::status::api_time(SystemTime::now());
+    let now = crate::timestamps::api_time(SystemTime::now());
     NodeCondition {
         type_: type_.into(),
         status: if active { "True" } else { "False" }.into(),
         reason: Some(reason_message.0.into()),
         message: Some(reason_message.1.into()),
         last_heartbeat_time: Some(now),
-        last_transition_time: Some(crate::status::api_time(changed)),
+        last_transition_time: Some(crate::timestamps::api_time(changed)),
     }
 }
 

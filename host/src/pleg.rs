@@ -136,11 +136,12 @@ impl Pleg {
     }
 
     /// Runs until the SyncLoop goes away. `runtime_pods` receives the UIDs the runtime holds
-    /// for this node after each successful relist, for orphan cleanup.
+    /// for this node after each successful relist (`None` until the first), for orphan
+    /// cleanup and to start new pods without reading the runtime first.
     pub async fn run(
         mut self,
         events: mpsc::Sender<PlegEvent>,
-        runtime_pods: watch::Sender<HashSet<String>>,
+        runtime_pods: watch::Sender<Option<HashSet<String>>>,
     ) {
         let mut stream = self
             .config
@@ -189,7 +190,7 @@ impl Pleg {
     async fn relist_and_publish(
         &mut self,
         events: &mpsc::Sender<PlegEvent>,
-        runtime_pods: &watch::Sender<HashSet<String>>,
+        runtime_pods: &watch::Sender<Option<HashSet<String>>>,
     ) {
         match self.relist().await {
             Ok(found) => {
@@ -199,8 +200,8 @@ impl Pleg {
                 let uids: HashSet<String> =
                     self.records.values().map(|r| r.pod_uid.clone()).collect();
                 runtime_pods.send_if_modified(|current| {
-                    let changed = *current != uids;
-                    *current = uids;
+                    let changed = current.as_ref() != Some(&uids);
+                    *current = Some(uids);
                     changed
                 });
                 self.store.set_stale(false);

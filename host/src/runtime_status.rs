@@ -2,7 +2,6 @@
 //! and every container with full CRI status, read by pod UID and node labels.
 
 use crate::cri::{api, labels, CriClient, CriError, Labels};
-use std::time::{Duration, SystemTime};
 
 /// One pod sandbox.
 #[derive(Debug, Clone)]
@@ -178,9 +177,4 @@ pub fn is_exited(status: &api::ContainerStatus) -> bool {
 /// Whether the container is running.
 pub fn is_running(status: &api::ContainerStatus) -> bool {
     status.state == api::ContainerState::ContainerRunning as i32
-}
-
-/// CRI nanosecond timestamps as wall-clock times (`None` for unset).
-pub fn time_of(nanos: i64) -> Option<SystemTime> {
-    (nanos > 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos as u64))
 }

@@ -172,7 +172,7 @@ async fn container_logs(
     } else {
         restart_count
     };
-    let dir = crate::cri::pod_config::log_directory(&state.pod_logs_dir, pod);
+    let dir = crate::podutil::log_directory(&state.pod_logs_dir, pod);
     let file = logs::log_file(&dir, &container, attempt);
     if !file.exists() {
         return not_found(format!(

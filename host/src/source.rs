@@ -3,6 +3,7 @@
 //! snapshots; the SyncLoop diffs them by UID.
 
 pub mod manifest;
+pub mod merge;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;

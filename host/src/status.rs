@@ -2,8 +2,9 @@
 //! `generateAPIPodStatus` and `getPhase` do (`pkg/kubelet/kubelet_pods.go`), and kept in a
 //! local store that `/pods` serves.
 
-use crate::cri::pod_config::pod_qos;
+use crate::resources::pod_qos;
 use crate::runtime_status::{self, PodRuntimeStatus};
+use crate::timestamps;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
     ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
@@ -37,21 +38,12 @@ pub struct StatusInput<'a> {
     pub terminal: bool,
 }
 
-/// A wall-clock time as the API's `Time`.
-pub fn api_time(at: std::time::SystemTime) -> Time {
-    use k8s_openapi::jiff::Timestamp;
-    let nanos = at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    Time(Timestamp::from_nanosecond(nanos).unwrap_or(Timestamp::UNIX_EPOCH))
-}
-
 fn time(nanos: i64) -> Option<Time> {
-    runtime_status::time_of(nanos).map(api_time)
+    timestamps::api_time_of(nanos)
 }
 
 fn now() -> Time {
-    api_time(std::time::SystemTime::now())
+    timestamps::now()
 }
 
 fn terminated_state(
@@ -402,16 +394,17 @@ pub struct StatusStore {
 pub const STALE_ANNOTATION: &str = "wasmlet.dev/status-stale-since";
 
 impl StatusStore {
-    /// Records `pod` (with its status) under its UID.
-    pub fn set(&self, pod: Pod) {
+    /// Records `pod` (with its status) under its UID; only the [`StatusManager`] writes.
+    fn set(&self, pod: Pod) {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         self.lock().insert(uid, pod);
     }
 
-    pub fn remove(&self, uid: &str) {
+    fn remove(&self, uid: &str) {
         self.lock().remove(uid);
     }
 
+    /// The pod with UID `uid`, as last written.
     pub fn get(&self, uid: &str) -> Option<Pod> {
         self.lock().get(uid).cloned()
     }
@@ -455,6 +448,10 @@ impl StatusStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
+
+mod manager;
+
+pub use manager::{StatusManager, StatusSink};
 
 #[cfg(test)]
 mod tests;

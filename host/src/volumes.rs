@@ -124,11 +124,11 @@ fn downward_files(
                         .find(|c| c.name == name)
                 })
                 .ok_or_else(|| format!("resourceFieldRef names no container {name:?}"))?;
-            resources::resource_field_value(
+            crate::fieldpath::resource_value(
                 container,
                 &resource.resource,
                 resource.divisor.as_ref(),
-                resources::machine_cpu_millis(),
+                crate::machine::machine_cpu_millis(),
                 node_memory_bytes,
             )?
         } else {
@@ -356,7 +356,7 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
                 pod,
                 &items,
                 downward.default_mode,
-                resources::machine_memory_bytes(),
+                crate::machine::machine_memory_bytes(),
             )
             .map_err(fail)?;
             atomic_write(&dir, &files)
@@ -377,7 +377,7 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
                 pod,
                 &items,
                 projected.default_mode,
-                resources::machine_memory_bytes(),
+                crate::machine::machine_memory_bytes(),
             )
             .map_err(fail)?;
             atomic_write(&dir, &files)

@@ -27,7 +27,7 @@ fn kill_9_and_restart_adopts_running_pods() {
 
     let first_pid = node.pid();
     std::thread::sleep(Duration::from_secs(1));
-    let restarted_at = wasmlet::status::api_time(std::time::SystemTime::now())
+    let restarted_at = wasmlet::timestamps::api_time(std::time::SystemTime::now())
         .0
         .to_string();
     node.kill();

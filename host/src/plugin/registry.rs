@@ -64,7 +64,7 @@ pub struct PluginSlot {
 }
 
 fn rfc3339(at: SystemTime) -> String {
-    crate::status::api_time(at).0.to_string()
+    crate::timestamps::api_time(at).0.to_string()
 }
 
 impl PluginSlot {

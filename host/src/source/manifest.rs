@@ -201,7 +201,7 @@ fn validate_container(
             ));
         }
         if let Some(resource_ref) = &from.resource_field_ref {
-            let probe = crate::resources::resource_field_value(
+            let probe = crate::fieldpath::resource_value(
                 container,
                 &resource_ref.resource,
                 resource_ref.divisor.as_ref(),
@@ -213,7 +213,7 @@ fn validate_container(
             }
         }
         if let Some(field_ref) = &from.field_ref {
-            if crate::cri::env::field_ref_supported(&field_ref.field_path).is_err() {
+            if crate::fieldpath::supported(&field_ref.field_path).is_err() {
                 return Err(problem(
                     format!("{field}.fieldRef.fieldPath"),
                     format!("{:?} is not a supported field path", field_ref.field_path),

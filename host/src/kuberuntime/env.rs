@@ -1,81 +1,9 @@
 //! Container environment: `env` with `valueFrom.fieldRef`, and `$(VAR)` expansion in values,
 //! command and args, with upstream's rules (`third_party/forked/golang/expansion`).
 
+use crate::fieldpath::{self, PodFacts};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::HashMap;
-
-/// Facts about the pod a `fieldRef` can name that are only known once the sandbox runs, and
-/// the node's allocatable amounts an unset limit reads as.
-#[derive(Debug, Clone, Default)]
-pub struct PodFacts {
-    pub pod_ip: String,
-    pub pod_ips: Vec<String>,
-    pub host_ip: String,
-    /// What an unset limit reads as in `resourceFieldRef`.
-    pub node_cpu_millis: i64,
-    pub node_memory_bytes: i64,
-}
-
-/// Whether wasmlet can resolve `path`; the error says why not.
-pub fn field_ref_supported(path: &str) -> Result<(), String> {
-    match path {
-        "metadata.name"
-        | "metadata.namespace"
-        | "metadata.uid"
-        | "spec.nodeName"
-        | "spec.serviceAccountName"
-        | "status.hostIP"
-        | "status.hostIPs"
-        | "status.podIP"
-        | "status.podIPs" => Ok(()),
-        _ if subscript(path, "metadata.labels").is_some()
-            || subscript(path, "metadata.annotations").is_some() =>
-        {
-            Ok(())
-        }
-        _ => Err(format!("unsupported fieldRef path {path:?}")),
-    }
-}
-
-fn subscript<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
-    path.strip_prefix(prefix)?
-        .strip_prefix("['")?
-        .strip_suffix("']")
-}
-
-fn field_value(pod: &Pod, facts: &PodFacts, path: &str) -> String {
-    let meta = &pod.metadata;
-    let spec = pod.spec.as_ref();
-    match path {
-        "metadata.name" => meta.name.clone().unwrap_or_default(),
-        "metadata.namespace" => meta.namespace.clone().unwrap_or_default(),
-        "metadata.uid" => meta.uid.clone().unwrap_or_default(),
-        "spec.nodeName" => spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
-        "spec.serviceAccountName" => spec
-            .and_then(|s| s.service_account_name.clone())
-            .unwrap_or_default(),
-        "status.hostIP" | "status.hostIPs" => facts.host_ip.clone(),
-        "status.podIP" => facts.pod_ip.clone(),
-        "status.podIPs" => facts.pod_ips.join(","),
-        _ => {
-            if let Some(key) = subscript(path, "metadata.labels") {
-                meta.labels
-                    .as_ref()
-                    .and_then(|m| m.get(key))
-                    .cloned()
-                    .unwrap_or_default()
-            } else if let Some(key) = subscript(path, "metadata.annotations") {
-                meta.annotations
-                    .as_ref()
-                    .and_then(|m| m.get(key))
-                    .cloned()
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            }
-        }
-    }
-}
 
 /// The container's environment in declaration order, values expanded.
 pub fn environment(pod: &Pod, container: &Container, facts: &PodFacts) -> Vec<(String, String)> {
@@ -86,9 +14,9 @@ pub fn environment(pod: &Pod, container: &Container, facts: &PodFacts) -> Vec<(S
         let value = if let Some(value) = &var.value {
             expand(value, &defined)
         } else if let Some(field_ref) = from.and_then(|f| f.field_ref.as_ref()) {
-            field_value(pod, facts, &field_ref.field_path)
+            fieldpath::value(pod, facts, &field_ref.field_path)
         } else if let Some(resource_ref) = from.and_then(|f| f.resource_field_ref.as_ref()) {
-            crate::resources::resource_field_value(
+            fieldpath::resource_value(
                 container,
                 &resource_ref.resource,
                 resource_ref.divisor.as_ref(),
@@ -208,7 +136,5 @@ mod tests {
             env[3],
             ("GREETING".into(), "hi web-node at 10.88.0.5".into())
         );
-        assert!(field_ref_supported("metadata.labels['x']").is_ok());
-        assert!(field_ref_supported("status.phase").is_err());
     }
 }

@@ -2,13 +2,14 @@
 //! them: metadata and labels that identify the pod, namespaces, cgroup parent by QoS,
 //! resources, security context, ports, environment and the log location.
 
-use super::api;
-use super::env::{self, PodFacts};
-use super::labels;
-use crate::resources::{self, QosClass};
+use super::env;
+use super::linux_resources::linux_resources;
+use crate::cri::{api, labels};
+use crate::fieldpath::PodFacts;
+use crate::resources;
 use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Node-wide facts every config needs.
 #[derive(Debug, Clone)]
@@ -19,17 +20,6 @@ pub struct NodeContext {
     pub machine_memory_bytes: i64,
     /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
     pub root_dir: PathBuf,
-}
-
-/// `<podLogsDir>/<namespace>_<name>_<uid>`, upstream's layout.
-pub fn log_directory(pod_logs_dir: &Path, pod: &Pod) -> PathBuf {
-    let meta = &pod.metadata;
-    pod_logs_dir.join(format!(
-        "{}_{}_{}",
-        meta.namespace.as_deref().unwrap_or("default"),
-        meta.name.as_deref().unwrap_or(""),
-        meta.uid.as_deref().unwrap_or("")
-    ))
 }
 
 /// The labels that tie a sandbox to its pod and node.
@@ -142,7 +132,9 @@ pub fn sandbox_config(
             attempt,
         }),
         hostname,
-        log_directory: log_directory(&node.pod_logs_dir, pod).display().to_string(),
+        log_directory: crate::podutil::log_directory(&node.pod_logs_dir, pod)
+            .display()
+            .to_string(),
         dns_config: None,
         port_mappings,
         labels: pod_labels(pod, &node.node_name),
@@ -225,18 +217,19 @@ fn security_context(pod: &Pod, container: &Container) -> api::LinuxContainerSecu
     }
 }
 
-/// The config of one container, attempt number `restart_count`.
+/// The config of one container, attempt number `restart_count`, with its volume `mounts`.
 pub fn container_config(
     pod: &Pod,
     container: &Container,
     restart_count: u32,
     facts: &PodFacts,
     node: &NodeContext,
+    mounts: Vec<api::Mount>,
 ) -> Result<api::ContainerConfig, String> {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref().ok_or("pod has no spec")?;
     let qos = resources::qos_class(spec);
-    let limits = resources::linux_resources(container, qos, node.machine_memory_bytes)?;
+    let limits = linux_resources(container, qos, node.machine_memory_bytes)?;
     let envs = env::environment(pod, container, facts);
     let vars: HashMap<String, String> = envs.iter().cloned().collect();
     let expand_all = |list: &Option<Vec<String>>| {
@@ -279,6 +272,10 @@ pub fn container_config(
                 .unwrap_or(30)
                 .to_string(),
         ),
+        (
+            labels::CONTAINER_HASH.to_string(),
+            super::actions::container_hash(container),
+        ),
     ]);
     Ok(api::ContainerConfig {
         metadata: Some(api::ContainerMetadata {
@@ -296,7 +293,7 @@ pub fn container_config(
             .into_iter()
             .map(|(key, value)| api::KeyValue { key, value })
             .collect(),
-        mounts: Vec::new(),
+        mounts,
         devices: Vec::new(),
         labels: container_labels,
         annotations,
@@ -319,14 +316,6 @@ pub fn container_config(
     })
 }
 
-/// The QoS class of a pod, for status.
-pub fn pod_qos(pod: &Pod) -> QosClass {
-    pod.spec
-        .as_ref()
-        .map(resources::qos_class)
-        .unwrap_or(QosClass::BestEffort)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,7 +334,7 @@ mod tests {
     #[test]
     fn sandbox_and_container_configs() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: web}}\nspec:\n  hostNetwork: true\n  containers:\n  - name: web\n    image: busybox:local\n    command: [sh, -c, 'echo $(MSG)']\n    env: [{name: MSG, value: hi}]\n    ports: [{containerPort: 80, hostPort: 8080}]\n    resources: {limits: {memory: 64Mi, cpu: 500m}}\n    securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}\n";
-        let pod = manifest::load(text, Path::new("/m/web.yaml"), "node").unwrap();
+        let pod = manifest::load(text, std::path::Path::new("/m/web.yaml"), "node").unwrap();
         let sandbox = sandbox_config(&pod, &node(), 0).unwrap();
         let uid = pod.metadata.uid.clone().unwrap();
         assert_eq!(sandbox.hostname, "", "hostNetwork sends no hostname");
@@ -363,8 +352,15 @@ mod tests {
         assert_eq!(sandbox.port_mappings[0].host_port, 8080);
 
         let spec = pod.spec.as_ref().unwrap();
-        let config =
-            container_config(&pod, &spec.containers[0], 3, &PodFacts::default(), &node()).unwrap();
+        let config = container_config(
+            &pod,
+            &spec.containers[0],
+            3,
+            &PodFacts::default(),
+            &node(),
+            vec![],
+        )
+        .unwrap();
         assert_eq!(config.metadata.unwrap().attempt, 3);
         assert_eq!(config.log_path, "web/3.log");
         assert_eq!(config.command, ["sh", "-c", "echo hi"]);

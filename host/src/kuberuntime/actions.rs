@@ -1,0 +1,289 @@
+//! What a sync must do to bring a pod's runtime state towards its spec: upstream's
+//! `computePodActions` (`kuberuntime_manager.go`), a pure function of the spec, what the
+//! runtime holds and the pod's restart back-off, so that every decision is tested without a
+//! runtime (`actions/tests.rs`, in the style of upstream's `TestComputePodActions`).
+
+use crate::backoff::BackOff;
+use crate::cri::api;
+use crate::cri::labels;
+use crate::prober::ProbeKind;
+use crate::runtime_status::{self, PodRuntimeStatus};
+use crate::timestamps;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+/// Everything [`compute_pod_actions`] decides from.
+pub struct ActionInput<'a> {
+    /// The pod as its source gave it.
+    pub pod: &'a Pod,
+    /// What the runtime holds for it.
+    pub runtime: &'a PodRuntimeStatus,
+    /// Whether the published phase is terminal (Succeeded/Failed): nothing starts again.
+    pub terminal: bool,
+    /// CrashLoopBackOff state, keyed by container name (seeded from the runtime first, see
+    /// [`seed_backoff`]).
+    pub backoff: &'a BackOff,
+    /// Running containers whose liveness or startup probe failed, by container name.
+    pub unhealthy: &'a HashMap<String, Unhealthy>,
+    /// The wall-clock time of the decision.
+    pub now: SystemTime,
+}
+
+/// A running container a probe condemned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unhealthy {
+    /// The container instance the probe ran against; a newer instance is not killed.
+    pub container_id: String,
+    /// Which probe failed (liveness or startup).
+    pub probe: ProbeKind,
+    /// Why the probe failed.
+    pub message: String,
+    /// The probe's own `terminationGracePeriodSeconds`, if set.
+    pub grace: Option<Duration>,
+}
+
+/// The runtime changes one sync makes, in the order they are made.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodActions {
+    /// The pod has no ready sandbox but a terminal phase: stop what is left, keep the exited
+    /// containers for status and logs, and run nothing again.
+    pub finish: bool,
+    /// The pod has no ready sandbox: stop every container and old sandbox, then create the
+    /// sandbox with this attempt number. Containers are decided again once it runs.
+    pub create_sandbox: Option<u32>,
+    /// Running containers to kill first.
+    pub kill: Vec<KillAction>,
+    /// Containers created but never started (a sync was cut short): start them.
+    pub start_created: Vec<CreatedContainer>,
+    /// Containers to create and start, in order.
+    pub start: Vec<StartAction>,
+    /// Containers CrashLoopBackOff holds back.
+    pub back_off: Vec<BackOffHold>,
+}
+
+/// A container to create and start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartAction {
+    /// The container's name in the spec.
+    pub name: String,
+    /// Whether it is an init container.
+    pub init: bool,
+    /// The attempt (restart count) to create.
+    pub attempt: u32,
+    /// For a restart after a failure: when the previous attempt failed, recorded in the
+    /// back-off when the restart is made.
+    pub failed_at: Option<SystemTime>,
+}
+
+/// A created container to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreatedContainer {
+    /// The container's name in the spec.
+    pub name: String,
+    /// Its runtime ID.
+    pub id: String,
+}
+
+/// A running container to kill, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KillAction {
+    /// The container's name in the spec.
+    pub name: String,
+    /// Its runtime ID.
+    pub id: String,
+    /// Why it is killed.
+    pub reason: KillReason,
+}
+
+/// Why a running container is killed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KillReason {
+    /// Its liveness or startup probe failed; it restarts per its policy on a later sync.
+    Unhealthy(Unhealthy),
+    /// Its spec changed (the container hash differs); a new attempt starts in the same sync.
+    SpecChanged,
+}
+
+/// A container held back by CrashLoopBackOff.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackOffHold {
+    /// The container's name in the spec.
+    pub name: String,
+    /// The back-off in force, for upstream's message.
+    pub backoff: Duration,
+    /// How long until it may restart.
+    pub left: Duration,
+}
+
+impl PodActions {
+    /// Whether the sync changes nothing in the runtime.
+    pub fn is_empty(&self) -> bool {
+        !self.finish
+            && self.create_sandbox.is_none()
+            && self.kill.is_empty()
+            && self.start_created.is_empty()
+            && self.start.is_empty()
+    }
+}
+
+/// The hash of a container's spec, kept on the container as upstream's
+/// `io.kubernetes.container.hash` annotation: a container whose spec changed under the same
+/// pod UID is replaced.
+pub fn container_hash(container: &Container) -> String {
+    let json = serde_json::to_vec(container).unwrap_or_default();
+    let digest = Sha256::digest(&json);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Restores the CrashLoopBackOff of containers a previous wasmlet restarted, from the attempt
+/// and start time the runtime records (a no-op for containers the back-off already knows).
+pub fn seed_backoff(backoff: &mut BackOff, runtime: &PodRuntimeStatus) {
+    let mut seen = std::collections::HashSet::new();
+    for c in &runtime.containers {
+        let name = runtime_status::container_name(c);
+        // Containers are newest first: only the latest attempt of each name counts.
+        if !seen.insert(name) || !runtime_status::is_exited(c) {
+            continue;
+        }
+        if let Some(started) = timestamps::time_of(c.started_at) {
+            backoff.seed(name, runtime_status::attempt(c), started);
+        }
+    }
+}
+
+/// Whether the container's spec differs from the one it was created from. A container
+/// created before wasmlet recorded hashes has none and counts as unchanged.
+fn spec_changed(spec: &Container, status: &api::ContainerStatus) -> bool {
+    status
+        .annotations
+        .get(labels::CONTAINER_HASH)
+        .is_some_and(|hash| *hash != container_hash(spec))
+}
+
+/// Decides one sync, as upstream's `computePodActions`: the sandbox first, then the first
+/// init container that has not succeeded, then (once all succeeded) every app container.
+pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
+    let mut actions = PodActions::default();
+    let runtime = input.runtime;
+    if !runtime.current_sandbox().is_some_and(|s| s.ready) {
+        if input.terminal {
+            actions.finish = true;
+        } else {
+            actions.create_sandbox = Some(runtime.current_sandbox().map_or(0, |s| s.attempt + 1));
+        }
+        return actions;
+    }
+    let Some(spec) = input.pod.spec.as_ref() else {
+        return actions;
+    };
+    let restart_policy = crate::podutil::restart_policy(input.pod);
+    for container in spec.init_containers.iter().flatten() {
+        match runtime.latest(&container.name) {
+            Some(c) if runtime_status::is_exited(c) && c.exit_code == 0 => continue,
+            Some(c) if runtime_status::is_exited(c) => {
+                if restart_policy != "Never" {
+                    restart(input, &mut actions, container, c, true);
+                }
+            }
+            Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
+                actions.start_created.push(created(container, c));
+            }
+            Some(_) => {}
+            None => actions.start.push(first_start(container, true)),
+        }
+        return actions;
+    }
+    for container in &spec.containers {
+        match runtime.latest(&container.name) {
+            None => actions.start.push(first_start(container, false)),
+            Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
+                actions.start_created.push(created(container, c));
+            }
+            Some(c) if runtime_status::is_exited(c) => {
+                let restart_wanted = match restart_policy {
+                    "Always" => true,
+                    "OnFailure" => c.exit_code != 0,
+                    _ => false,
+                };
+                if restart_wanted {
+                    restart(input, &mut actions, container, c, false);
+                }
+            }
+            Some(c) if runtime_status::is_running(c) => {
+                if let Some(unhealthy) = input
+                    .unhealthy
+                    .get(&container.name)
+                    .filter(|u| u.container_id == c.id)
+                {
+                    actions.kill.push(KillAction {
+                        name: container.name.clone(),
+                        id: c.id.clone(),
+                        reason: KillReason::Unhealthy(unhealthy.clone()),
+                    });
+                } else if spec_changed(container, c) {
+                    actions.kill.push(KillAction {
+                        name: container.name.clone(),
+                        id: c.id.clone(),
+                        reason: KillReason::SpecChanged,
+                    });
+                    actions.start.push(StartAction {
+                        name: container.name.clone(),
+                        init: false,
+                        attempt: runtime_status::attempt(c) + 1,
+                        failed_at: None,
+                    });
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    actions
+}
+
+fn first_start(container: &Container, init: bool) -> StartAction {
+    StartAction {
+        name: container.name.clone(),
+        init,
+        attempt: 0,
+        failed_at: None,
+    }
+}
+
+fn created(container: &Container, status: &api::ContainerStatus) -> CreatedContainer {
+    CreatedContainer {
+        name: container.name.clone(),
+        id: status.id.clone(),
+    }
+}
+
+/// A restart of `container` after its attempt `last` exited, unless CrashLoopBackOff holds
+/// it back (upstream's `doBackOff`: counted from the previous attempt's `finishedAt`).
+fn restart(
+    input: &ActionInput<'_>,
+    actions: &mut PodActions,
+    container: &Container,
+    last: &api::ContainerStatus,
+    init: bool,
+) {
+    let failed_at = timestamps::time_of(last.finished_at).unwrap_or(input.now);
+    let name = container.name.as_str();
+    if let Some(left) = input.backoff.remaining(name, failed_at, input.now) {
+        actions.back_off.push(BackOffHold {
+            name: name.to_string(),
+            backoff: input.backoff.current(name).unwrap_or_default(),
+            left,
+        });
+        return;
+    }
+    actions.start.push(StartAction {
+        name: name.to_string(),
+        init,
+        attempt: runtime_status::attempt(last) + 1,
+        failed_at: Some(failed_at),
+    });
+}
+
+#[cfg(test)]
+mod tests;

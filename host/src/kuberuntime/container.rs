@@ -1,0 +1,200 @@
+//! Containers, as upstream's `kuberuntime_container.go`: `startContainer` (image, config,
+//! create, start, postStart) and `killContainer` (preStop, then stop with the grace left),
+//! and the teardown of a whole pod.
+
+use super::image::ImageWait;
+use super::sync::SyncOutcome;
+use super::{ignore_not_found, pod_config, RuntimeManager, SYNC_ERROR_RETRY};
+use crate::backoff::BackOff;
+use crate::cri::{api, CriClient, CriError};
+use crate::fieldpath::PodFacts;
+use crate::lifecycle::{HookKind, PodHooks};
+use crate::runtime_status::{self, PodRuntimeStatus};
+use crate::volumes;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+use tracing::{debug, info, warn};
+
+/// What starting one container needs from the sync that decided it.
+pub(super) struct StartContext<'a> {
+    pub pod: &'a Pod,
+    pub sandbox_id: &'a str,
+    pub sandbox_config: &'a api::PodSandboxConfig,
+    pub facts: &'a PodFacts,
+    pub volume_paths: &'a HashMap<String, PathBuf>,
+    pub hooks: &'a PodHooks,
+}
+
+impl RuntimeManager {
+    /// Pulls (per policy), creates and starts attempt `restart_count` of `container`, then
+    /// runs its postStart hooks; anything that keeps it from running becomes a waiting
+    /// reason in `outcome`.
+    pub(super) async fn start_container(
+        &self,
+        ctx: &StartContext<'_>,
+        container: &Container,
+        restart_count: u32,
+        image_backoff: &mut BackOff,
+        outcome: &mut SyncOutcome,
+    ) {
+        if let Err(ImageWait {
+            reason,
+            message,
+            retry,
+        }) = self
+            .ensure_image(container, ctx.sandbox_config, image_backoff)
+            .await
+        {
+            outcome.wait(&container.name, reason, message, retry);
+            return;
+        }
+        // Older dead attempts stay until container GC removes them (`gc::containers`).
+        let config = volumes::mounts(container, ctx.volume_paths)
+            .map_err(|error| error.to_string())
+            .and_then(|mounts| {
+                pod_config::container_config(
+                    ctx.pod,
+                    container,
+                    restart_count,
+                    ctx.facts,
+                    &self.node,
+                    mounts,
+                )
+            });
+        let config = match config {
+            Ok(config) => config,
+            Err(message) => {
+                outcome.wait(
+                    &container.name,
+                    "CreateContainerConfigError",
+                    message,
+                    SYNC_ERROR_RETRY,
+                );
+                return;
+            }
+        };
+        let id = match self
+            .cri
+            .create_container(ctx.sandbox_id, config, ctx.sandbox_config.clone())
+            .await
+        {
+            Ok(id) => {
+                outcome.touched.push(id.clone());
+                id
+            }
+            Err(error) => {
+                outcome.wait(
+                    &container.name,
+                    "CreateContainerError",
+                    error.to_string(),
+                    SYNC_ERROR_RETRY,
+                );
+                return;
+            }
+        };
+        match self.cri.start_container(&id).await {
+            Ok(()) => {
+                info!(container = %container.name, id = %id, restart_count, "container started");
+                self.post_start(ctx, container, &id, outcome).await;
+            }
+            // The runtime records the failed start (exit 128, StartError); the next sync
+            // restarts it under back-off like any other failure.
+            Err(error) => warn!(container = %container.name, %error, "container failed to start"),
+        }
+    }
+
+    /// Runs the postStart hooks (the spec's, then the hook plugins'); a failure kills the
+    /// container, which then restarts per its policy, as upstream.
+    async fn post_start(
+        &self,
+        ctx: &StartContext<'_>,
+        container: &Container,
+        id: &str,
+        outcome: &mut SyncOutcome,
+    ) {
+        let declared = container
+            .lifecycle
+            .as_ref()
+            .is_some_and(|l| l.post_start.is_some());
+        if !declared && !self.plugins.has(crate::plugin::World::LifecycleHooks) {
+            return;
+        }
+        let Err(message) = ctx.hooks.post_start(container, id).await else {
+            return;
+        };
+        warn!(container = %container.name, reason = HookKind::PostStart.failure_reason(), %message, "postStart hook failed; killing the container");
+        let grace = crate::podutil::grace_period(ctx.pod);
+        if let Err(error) = ctx.hooks.kill(&container.name, id, grace).await {
+            warn!(container = %container.name, %error, "killing the container after its failed postStart hook failed");
+        }
+        outcome.wait(
+            &container.name,
+            "PostStartHookError",
+            message,
+            Duration::from_millis(100),
+        );
+    }
+
+    /// Starts a container that was created but never started (a sync cut short).
+    pub(super) async fn start_created(&self, name: &str, id: &str, outcome: &mut SyncOutcome) {
+        outcome.touched.push(id.to_string());
+        if let Err(error) = self.cri.start_container(id).await {
+            warn!(container = %name, %error, "starting a created container failed");
+        }
+    }
+}
+
+/// Stops every live container in parallel, each with its own grace period; with `hooks`,
+/// each container's preStop hooks run first and their time is taken from its grace.
+pub async fn stop_all(
+    cri: &CriClient,
+    runtime: &PodRuntimeStatus,
+    grace: impl Fn(&api::ContainerStatus) -> Duration,
+    hooks: Option<&PodHooks>,
+) -> Result<(), CriError> {
+    let stops = runtime.live_containers().map(|c| {
+        let cri = cri.clone();
+        let id = c.id.clone();
+        let name = runtime_status::container_name(c).to_string();
+        let grace = grace(c);
+        async move {
+            match hooks {
+                Some(hooks) => hooks.kill(&name, &id, grace).await,
+                None => {
+                    debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
+                    cri.stop_container(&id, grace).await
+                }
+            }
+            .or_else(ignore_not_found)
+        }
+    });
+    futures::future::join_all(stops).await.into_iter().collect()
+}
+
+/// Stops the pod's containers gracefully, then removes its containers and sandboxes.
+pub async fn kill_and_remove(
+    cri: &CriClient,
+    runtime: &PodRuntimeStatus,
+    grace: impl Fn(&api::ContainerStatus) -> Duration,
+    hooks: Option<&PodHooks>,
+) -> Result<(), CriError> {
+    stop_all(cri, runtime, grace, hooks).await?;
+    for sandbox in &runtime.sandboxes {
+        cri.stop_pod_sandbox(&sandbox.id)
+            .await
+            .or_else(ignore_not_found)?;
+    }
+    for container in &runtime.containers {
+        cri.remove_container(&container.id)
+            .await
+            .or_else(ignore_not_found)?;
+    }
+    for sandbox in &runtime.sandboxes {
+        cri.remove_pod_sandbox(&sandbox.id)
+            .await
+            .or_else(ignore_not_found)?;
+    }
+    Ok(())
+}

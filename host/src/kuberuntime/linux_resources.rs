@@ -1,0 +1,81 @@
+//! The cgroup values a container gets from its requests and limits, as upstream's
+//! `kuberuntime_container_linux.go`: CPU shares and quota, the memory limit and the OOM score.
+
+use crate::resources::{bytes, cpu_millis, requests_and_limits, QosClass};
+use k8s_openapi::api::core::v1::Container;
+
+/// The numbers CRI's `LinuxContainerResources` takes, derived from one container's spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinuxResources {
+    pub cpu_period: i64,
+    pub cpu_quota: i64,
+    pub cpu_shares: i64,
+    pub memory_limit_in_bytes: i64,
+    pub oom_score_adj: i64,
+}
+
+const CPU_PERIOD: i64 = 100_000;
+const MIN_SHARES: i64 = 2;
+const MIN_QUOTA: i64 = 1000;
+
+/// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
+/// the memory limit as is, and the QoS-derived OOM score adjustment.
+pub fn linux_resources(
+    container: &Container,
+    qos: QosClass,
+    node_memory_bytes: i64,
+) -> Result<LinuxResources, String> {
+    let (requests, limits) = requests_and_limits(container.resources.as_ref());
+    let cpu_request = requests.get("cpu").map(cpu_millis).transpose()?;
+    let cpu_limit = limits.get("cpu").map(cpu_millis).transpose()?;
+    let memory_request = requests.get("memory").map(bytes).transpose()?.unwrap_or(0);
+    let memory_limit = limits.get("memory").map(bytes).transpose()?.unwrap_or(0);
+    let cpu_shares = match cpu_request {
+        Some(milli) if milli > 0 => (milli * 1024 / 1000).max(MIN_SHARES),
+        _ => MIN_SHARES,
+    };
+    let cpu_quota = match cpu_limit {
+        Some(milli) if milli > 0 => (milli * CPU_PERIOD / 1000).max(MIN_QUOTA),
+        _ => 0,
+    };
+    let oom_score_adj = match qos {
+        QosClass::Guaranteed => -997,
+        QosClass::BestEffort => 1000,
+        QosClass::Burstable => {
+            let adj = 1000 - 1000 * memory_request / node_memory_bytes.max(1);
+            adj.clamp(2, 999)
+        }
+    };
+    Ok(LinuxResources {
+        cpu_period: if cpu_quota > 0 { CPU_PERIOD } else { 0 },
+        cpu_quota,
+        cpu_shares,
+        memory_limit_in_bytes: memory_limit,
+        oom_score_adj,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::qos::tests::container;
+
+    #[test]
+    fn linux_resources_from_requests_and_limits() {
+        let c = container(
+            &[("cpu", "250m"), ("memory", "32Mi")],
+            &[("cpu", "500m"), ("memory", "64Mi")],
+        );
+        let r = linux_resources(&c, QosClass::Burstable, 1 << 30).unwrap();
+        assert_eq!(r.cpu_shares, 256);
+        assert_eq!(r.cpu_quota, 50_000);
+        assert_eq!(r.cpu_period, 100_000);
+        assert_eq!(r.memory_limit_in_bytes, 64 << 20);
+        assert_eq!(r.oom_score_adj, 969);
+        let none = linux_resources(&container(&[], &[]), QosClass::BestEffort, 1 << 30).unwrap();
+        assert_eq!(
+            (none.cpu_shares, none.cpu_quota, none.oom_score_adj),
+            (2, 0, 1000)
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! `SyncPod`: reads what the runtime holds, decides with [`compute_pod_actions`], and carries
+//! the actions out (sandbox, kills, starts), building the sandbox config once per sync.
+
+use super::container::StartContext;
+use super::{
+    compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
+    SyncError, Unhealthy, SYNC_ERROR_RETRY,
+};
+use crate::backoff::BackOff;
+use crate::config::BackOffConfig;
+use crate::fieldpath::PodFacts;
+use crate::runtime_status::PodRuntimeStatus;
+use crate::status::Waiting;
+use crate::volumes;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+use tracing::{info, warn};
+
+/// The runtime side's memory of one pod between syncs.
+pub struct PodSyncState {
+    container_backoff: BackOff,
+    image_backoff: BackOff,
+    /// Host paths of the pod's volumes, once set up.
+    volume_paths: Option<HashMap<String, PathBuf>>,
+    /// The runtime is known to hold nothing for the pod yet (a pod first seen after a relist
+    /// that did not list it): the first sync starts without reading the runtime.
+    known_empty: bool,
+}
+
+impl PodSyncState {
+    /// Fresh state for a pod; `known_empty` when the runtime holds nothing for it.
+    pub fn new(
+        container_backoff: BackOffConfig,
+        image_backoff: BackOffConfig,
+        known_empty: bool,
+    ) -> Self {
+        Self {
+            container_backoff: BackOff::new(container_backoff),
+            image_backoff: BackOff::new(image_backoff),
+            volume_paths: None,
+            known_empty,
+        }
+    }
+
+    /// Forgets the volumes (they were torn down: an evicted pod frees them).
+    pub fn forget_volumes(&mut self) {
+        self.volume_paths = None;
+    }
+}
+
+/// What one sync left: the runtime as it now is, and why containers wait.
+pub struct SyncResult {
+    /// What the runtime holds after the sync's changes.
+    pub runtime: PodRuntimeStatus,
+    /// Container name -> why it is not running although the pod wants it.
+    pub waiting: HashMap<String, Waiting>,
+    /// When to sync again at the latest.
+    pub requeue: Duration,
+    /// The pod has no ready sandbox and a terminal phase: the worker finishes it.
+    pub finish: bool,
+}
+
+/// Waiting reasons and the requeue, collected while the actions run.
+pub(super) struct SyncOutcome {
+    pub waiting: HashMap<String, Waiting>,
+    pub requeue: Duration,
+    /// Containers this sync created or started: their status is re-read before publishing.
+    pub touched: Vec<String>,
+}
+
+impl SyncOutcome {
+    pub fn wait(&mut self, container: &str, reason: &str, message: String, retry: Duration) {
+        self.waiting.insert(
+            container.into(),
+            Waiting {
+                reason: reason.into(),
+                message,
+            },
+        );
+        self.requeue = self.requeue.min(retry);
+    }
+}
+
+fn spec_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    pod.spec.as_ref().and_then(|s| {
+        s.init_containers
+            .iter()
+            .flatten()
+            .chain(&s.containers)
+            .find(|c| c.name == name)
+    })
+}
+
+impl RuntimeManager {
+    /// One pass of upstream's `SyncPod`. `terminal`: the published phase is terminal;
+    /// `unhealthy`: running containers a probe condemned.
+    pub async fn sync_pod(
+        &self,
+        pod: &Pod,
+        state: &mut PodSyncState,
+        terminal: bool,
+        unhealthy: &HashMap<String, Unhealthy>,
+    ) -> Result<SyncResult, SyncError> {
+        let uid = crate::podutil::uid(pod);
+        let mut runtime = if std::mem::take(&mut state.known_empty) {
+            PodRuntimeStatus::default()
+        } else {
+            self.fetch(uid).await?
+        };
+        // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
+        // A static pod's spec never changes under its UID, so once set up they stay set up.
+        if state.volume_paths.is_none() {
+            match volumes::prepare(pod, &self.node.root_dir) {
+                Ok(paths) => state.volume_paths = Some(paths),
+                Err(error) => {
+                    warn!(%error, "volume setup failed; retrying");
+                    let waiting = volume_waiting(pod, &runtime, &error.to_string());
+                    return Ok(SyncResult {
+                        runtime,
+                        waiting,
+                        requeue: SYNC_ERROR_RETRY,
+                        finish: false,
+                    });
+                }
+            }
+        }
+        seed_backoff(&mut state.container_backoff, &runtime);
+        let decide = |runtime: &PodRuntimeStatus, backoff: &BackOff| {
+            compute_pod_actions(&ActionInput {
+                pod,
+                runtime,
+                terminal,
+                backoff,
+                unhealthy,
+                now: SystemTime::now(),
+            })
+        };
+        let mut actions = decide(&runtime, &state.container_backoff);
+        if actions.finish {
+            return Ok(SyncResult {
+                runtime,
+                waiting: HashMap::new(),
+                requeue: self.sync_frequency,
+                finish: true,
+            });
+        }
+        let mut sandbox_config = None;
+        if let Some(attempt) = actions.create_sandbox {
+            let config = super::pod_config::sandbox_config(pod, &self.node, attempt)
+                .map_err(SyncError::Config)?;
+            let grace = crate::podutil::grace_period(pod);
+            let id = self.create_sandbox(&runtime, config.clone(), grace).await?;
+            sandbox_config = Some(config);
+            if runtime.containers.is_empty() {
+                // A new pod: the new sandbox is all that changed.
+                runtime.add_sandbox(&self.cri, &id).await?;
+            } else {
+                runtime = self.fetch(uid).await?;
+            }
+            actions = decide(&runtime, &state.container_backoff);
+        }
+        let Some(sandbox) = runtime
+            .current_sandbox()
+            .filter(|s| s.ready && actions.create_sandbox.is_none())
+            .cloned()
+        else {
+            return Ok(SyncResult {
+                runtime,
+                waiting: HashMap::new(),
+                requeue: SYNC_ERROR_RETRY,
+                finish: false,
+            });
+        };
+        let sandbox_config = match sandbox_config {
+            Some(config) => config,
+            None => super::pod_config::sandbox_config(pod, &self.node, sandbox.attempt)
+                .map_err(SyncError::Config)?,
+        };
+        let mut outcome = SyncOutcome {
+            waiting: HashMap::new(),
+            requeue: self.sync_frequency,
+            touched: Vec::new(),
+        };
+        let hooks = self.hooks(pod, &runtime);
+        let facts = PodFacts {
+            pod_ip: sandbox
+                .ips
+                .first()
+                .cloned()
+                .unwrap_or_else(|| self.node.node_ip.clone()),
+            pod_ips: sandbox.ips.clone(),
+            host_ip: self.node.node_ip.clone(),
+            node_cpu_millis: crate::machine::machine_cpu_millis(),
+            node_memory_bytes: self.node.machine_memory_bytes,
+        };
+        let no_volumes = HashMap::new();
+        let ctx = StartContext {
+            pod,
+            sandbox_id: &sandbox.id,
+            sandbox_config: &sandbox_config,
+            facts: &facts,
+            volume_paths: state.volume_paths.as_ref().unwrap_or(&no_volumes),
+            hooks: &hooks,
+        };
+        let backoffs = (&mut state.container_backoff, &mut state.image_backoff);
+        self.execute(&ctx, actions, backoffs, &mut outcome).await;
+        runtime
+            .refresh_containers(&self.cri, &outcome.touched)
+            .await?;
+        Ok(SyncResult {
+            runtime,
+            waiting: outcome.waiting,
+            requeue: outcome.requeue,
+            finish: false,
+        })
+    }
+
+    /// Carries out the container actions of one sync: kills, starts of created containers,
+    /// (re)starts, and the waiting reasons of those back-off holds.
+    async fn execute(
+        &self,
+        ctx: &StartContext<'_>,
+        actions: PodActions,
+        (container_backoff, image_backoff): (&mut BackOff, &mut BackOff),
+        outcome: &mut SyncOutcome,
+    ) {
+        for kill in &actions.kill {
+            let grace = match &kill.reason {
+                KillReason::Unhealthy(probe) => {
+                    info!(container = %kill.name, probe = probe.probe.as_str(), message = %probe.message, "container failed its {} probe, will be restarted", probe.probe.annotation_name());
+                    probe
+                        .grace
+                        .unwrap_or_else(|| crate::podutil::grace_period(ctx.pod))
+                }
+                KillReason::SpecChanged => {
+                    info!(container = %kill.name, "container spec changed, will be restarted");
+                    crate::podutil::grace_period(ctx.pod)
+                }
+            };
+            if let Err(error) = ctx.hooks.kill(&kill.name, &kill.id, grace).await {
+                if !error.is_not_found() {
+                    warn!(container = %kill.name, %error, "killing the container failed");
+                }
+            }
+            outcome.touched.push(kill.id.clone());
+            outcome.requeue = outcome.requeue.min(Duration::from_millis(100));
+        }
+        for created in &actions.start_created {
+            self.start_created(&created.name, &created.id, outcome)
+                .await;
+        }
+        for start in &actions.start {
+            let Some(container) = spec_container(ctx.pod, &start.name) else {
+                continue;
+            };
+            if let Some(failed_at) = start.failed_at {
+                container_backoff.next(&start.name, failed_at, SystemTime::now());
+                info!(container = %start.name, restart = start.attempt, "restarting container");
+            }
+            self.start_container(ctx, container, start.attempt, image_backoff, outcome)
+                .await;
+        }
+        for hold in &actions.back_off {
+            let message = format!(
+                "back-off {} restarting failed container={} pod={}({})",
+                crate::config::duration::format(hold.backoff),
+                hold.name,
+                crate::podutil::full_name(ctx.pod),
+                crate::podutil::uid(ctx.pod),
+            );
+            outcome.wait(&hold.name, "CrashLoopBackOff", message, hold.left);
+        }
+    }
+}
+
+/// While volumes cannot be set up, every container not yet created waits in
+/// `ContainerCreating` with the reason.
+fn volume_waiting(
+    pod: &Pod,
+    runtime: &PodRuntimeStatus,
+    message: &str,
+) -> HashMap<String, Waiting> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
+        .filter(|c| runtime.latest(&c.name).is_none())
+        .map(|c| {
+            (
+                c.name.clone(),
+                Waiting {
+                    reason: "ContainerCreating".into(),
+                    message: message.to_string(),
+                },
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,80 @@
+//! What every part of the node asks of a pod spec: its full name for logs, its declared
+//! ports, its grace period. A leaf, so that workers, hooks, probes, admission and eviction
+//! share it without depending on each other.
+
+use k8s_openapi::api::core::v1::Pod;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
+pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
+
+/// `<name>_<namespace>`, as upstream names pods in logs.
+pub fn full_name(pod: &Pod) -> String {
+    format!(
+        "{}_{}",
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or("")
+    )
+}
+
+/// The pod's UID ("" before the source gave it one).
+pub fn uid(pod: &Pod) -> &str {
+    pod.metadata.uid.as_deref().unwrap_or("")
+}
+
+/// Whether the pod runs in the node's network namespace.
+pub fn host_network(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+}
+
+/// `spec.restartPolicy` (`Always` when unset, the API's default).
+pub fn restart_policy(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always")
+}
+
+/// `terminationGracePeriodSeconds` (30 s when unset), floored at [`MINIMUM_GRACE`].
+pub fn grace_period(pod: &Pod) -> Duration {
+    let seconds = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .unwrap_or(30);
+    Duration::from_secs(seconds.max(0) as u64).max(MINIMUM_GRACE)
+}
+
+/// The container ports `pod` declares (app and init containers), sorted and deduplicated:
+/// what a scoped plugin's `tcp-connect` and `http-get` may reach.
+pub fn declared_ports(pod: &Pod) -> Vec<u16> {
+    let mut ports: Vec<u16> = pod
+        .spec
+        .iter()
+        .flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        })
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| u16::try_from(p.container_port).ok())
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+/// `<podLogsDir>/<namespace>_<name>_<uid>`, upstream's layout.
+pub fn log_directory(pod_logs_dir: &Path, pod: &Pod) -> PathBuf {
+    let meta = &pod.metadata;
+    pod_logs_dir.join(format!(
+        "{}_{}_{}",
+        meta.namespace.as_deref().unwrap_or("default"),
+        meta.name.as_deref().unwrap_or(""),
+        meta.uid.as_deref().unwrap_or("")
+    ))
+}

@@ -1,0 +1,103 @@
+//! Kubernetes quantities (`100m`, `64Mi`, `1e3`) in thousandths of their unit.
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// Parses a Kubernetes quantity (`100m`, `64Mi`, `1.5G`, `1e3`) into thousandths of a unit,
+/// so CPU comes out in millicores and memory in thousandths of bytes.
+pub fn parse_milli(text: &str) -> Result<i128, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    if number.is_empty() {
+        return Err(format!("quantity {text:?} has no number"));
+    }
+    let (mantissa_scale, exponent): (i128, i32) = match suffix {
+        "" => (1, 0),
+        "Ki" => (1 << 10, 0),
+        "Mi" => (1 << 20, 0),
+        "Gi" => (1 << 30, 0),
+        "Ti" => (1 << 40, 0),
+        "Pi" => (1 << 50, 0),
+        "Ei" => (1 << 60, 0),
+        "n" => (1, -9),
+        "u" => (1, -6),
+        "m" => (1, -3),
+        "k" => (1, 3),
+        "M" => (1, 6),
+        "G" => (1, 9),
+        "T" => (1, 12),
+        "P" => (1, 15),
+        "E" => (1, 18),
+        s if s.starts_with(['e', 'E']) => (
+            1,
+            s[1..]
+                .parse()
+                .map_err(|_| format!("quantity {text:?} has an invalid exponent"))?,
+        ),
+        s => return Err(format!("quantity {text:?} has unknown suffix {s:?}")),
+    };
+    let (negative, digits) = match number.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, number.trim_start_matches('+')),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+    {
+        return Err(format!("quantity {text:?} has an invalid number"));
+    }
+    // value = (whole.fraction) * scale * 10^exponent * 1000, rounded up as Kubernetes rounds.
+    let digits: String = format!("{whole}{fraction}");
+    let mut value: i128 = digits
+        .parse::<i128>()
+        .map_err(|_| format!("quantity {text:?} is too large"))?
+        .checked_mul(mantissa_scale)
+        .ok_or_else(|| format!("quantity {text:?} is too large"))?;
+    let mut power = exponent + 3 - fraction.len() as i32;
+    while power > 0 {
+        value = value
+            .checked_mul(10)
+            .ok_or_else(|| format!("quantity {text:?} is too large"))?;
+        power -= 1;
+    }
+    while power < 0 {
+        let rounded_up = value % 10 != 0;
+        value = value / 10 + i128::from(rounded_up);
+        power += 1;
+    }
+    Ok(if negative { -value } else { value })
+}
+
+/// CPU in millicores.
+pub fn cpu_millis(quantity: &Quantity) -> Result<i64, String> {
+    parse_milli(&quantity.0).map(|m| m as i64)
+}
+
+/// Memory (or storage) in bytes, rounded up.
+pub fn bytes(quantity: &Quantity) -> Result<i64, String> {
+    parse_milli(&quantity.0).map(|m| ((m + 999) / 1000) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_quantities_like_kubernetes() {
+        assert_eq!(parse_milli("100m"), Ok(100));
+        assert_eq!(parse_milli("1"), Ok(1000));
+        assert_eq!(parse_milli("1.5"), Ok(1500));
+        assert_eq!(parse_milli("64Mi"), Ok(64 * 1024 * 1024 * 1000));
+        assert_eq!(parse_milli("1G"), Ok(1_000_000_000_000));
+        assert_eq!(parse_milli("1e3"), Ok(1_000_000));
+        assert_eq!(parse_milli("1n"), Ok(1), "rounds up");
+        assert!(parse_milli("12x").is_err());
+        assert!(parse_milli("Mi").is_err());
+        assert_eq!(bytes(&Quantity("16Mi".into())), Ok(16 << 20));
+    }
+}

@@ -1,0 +1,204 @@
+//! The merge of pod sources before the SyncLoop, as upstream's `PodConfig`
+//! (`pkg/kubelet/config/config.go`): each source publishes what it holds, and the SyncLoop
+//! gets one stream of additions, updates and removals by UID, never knowing where a pod came
+//! from. The static manifest directory is the one source today; the API server is the next.
+
+use super::SourceSnapshot;
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// Which source a pod came from (upstream's `kubernetes.io/config.source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SourceKind {
+    /// The static manifest directory (`staticPodPath`).
+    File,
+}
+
+/// A pod as a source delivered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourcePod {
+    /// The source that holds it.
+    pub source: SourceKind,
+    /// Where in the source it came from, for logs (the manifest file).
+    pub origin: String,
+    /// The pod, with its UID set.
+    pub pod: Pod,
+}
+
+impl SourcePod {
+    /// The pod's UID.
+    pub fn uid(&self) -> &str {
+        crate::podutil::uid(&self.pod)
+    }
+}
+
+/// What changed since the last update: removals are applied before additions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodUpdates {
+    /// UIDs no source holds any more.
+    pub removed: Vec<String>,
+    /// Pods no source held before.
+    pub added: Vec<SourcePod>,
+    /// Pods whose spec changed under the same UID.
+    pub updated: Vec<SourcePod>,
+    /// Whether every source has delivered a complete view (upstream's `sourcesReady`).
+    pub ready: bool,
+}
+
+impl PodUpdates {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.added.is_empty() && self.updated.is_empty()
+    }
+}
+
+/// The merged view of every source.
+#[derive(Debug)]
+pub struct PodConfig {
+    pods: BTreeMap<SourceKind, HashMap<String, SourcePod>>,
+    ready: BTreeMap<SourceKind, bool>,
+}
+
+impl PodConfig {
+    /// A view waiting for each of `sources` to deliver.
+    pub fn new(sources: &[SourceKind]) -> Self {
+        Self {
+            pods: sources.iter().map(|s| (*s, HashMap::new())).collect(),
+            ready: sources.iter().map(|s| (*s, false)).collect(),
+        }
+    }
+
+    /// Replaces what `source` holds with `pods` and says what changed.
+    pub fn merge(&mut self, source: SourceKind, pods: Vec<SourcePod>, ready: bool) -> PodUpdates {
+        self.ready.insert(source, ready);
+        let current: HashMap<String, SourcePod> =
+            pods.into_iter().map(|p| (p.uid().to_string(), p)).collect();
+        let previous = self.pods.insert(source, current).unwrap_or_default();
+        let current = &self.pods[&source];
+        let mut updates = PodUpdates {
+            ready: self.ready.values().all(|r| *r),
+            ..Default::default()
+        };
+        updates.removed = previous
+            .keys()
+            .filter(|uid| !current.contains_key(*uid))
+            .cloned()
+            .collect();
+        updates.removed.sort();
+        for (uid, pod) in current {
+            match previous.get(uid) {
+                None => updates.added.push(pod.clone()),
+                Some(before) if before.pod.spec != pod.pod.spec => {
+                    updates.updated.push(pod.clone())
+                }
+                Some(_) => {}
+            }
+        }
+        // Upstream sorts additions by creation time; a file source has none, so by origin.
+        updates.added.sort_by(|a, b| a.origin.cmp(&b.origin));
+        updates.updated.sort_by(|a, b| a.origin.cmp(&b.origin));
+        updates
+    }
+}
+
+/// The static source's snapshot as source pods.
+fn static_pods(snapshot: &SourceSnapshot) -> Vec<SourcePod> {
+    snapshot
+        .pods
+        .iter()
+        .map(|p| SourcePod {
+            source: SourceKind::File,
+            origin: p.file.display().to_string(),
+            pod: p.pod.clone(),
+        })
+        .collect()
+}
+
+/// Feeds the merged updates of the static source to the SyncLoop until either side goes.
+pub async fn run(
+    mut static_source: watch::Receiver<Arc<SourceSnapshot>>,
+    updates: mpsc::UnboundedSender<PodUpdates>,
+) {
+    let mut config = PodConfig::new(&[SourceKind::File]);
+    let mut was_ready = false;
+    loop {
+        let snapshot = static_source.borrow_and_update().clone();
+        let merged = config.merge(SourceKind::File, static_pods(&snapshot), snapshot.ready);
+        if !merged.is_empty() || merged.ready != was_ready {
+            was_ready = merged.ready;
+            if updates.send(merged).is_err() {
+                return;
+            }
+        }
+        if static_source.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, image: &str) -> SourcePod {
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some(uid.into());
+        pod.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            containers: vec![k8s_openapi::api::core::v1::Container {
+                name: "c".into(),
+                image: Some(image.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        SourcePod {
+            source: SourceKind::File,
+            origin: format!("/manifests/{uid}.yaml"),
+            pod,
+        }
+    }
+
+    #[test]
+    fn additions_updates_and_removals_by_uid() {
+        let mut config = PodConfig::new(&[SourceKind::File]);
+        let first = config.merge(SourceKind::File, vec![pod("a", "x"), pod("b", "x")], false);
+        assert_eq!(first.added.len(), 2);
+        assert!(!first.ready);
+        let second = config.merge(SourceKind::File, vec![pod("b", "y"), pod("c", "x")], true);
+        assert_eq!(second.removed, ["a"]);
+        assert_eq!(second.added, [pod("c", "x")]);
+        assert_eq!(second.updated, [pod("b", "y")]);
+        assert!(second.ready);
+        let same = config.merge(SourceKind::File, vec![pod("b", "y"), pod("c", "x")], true);
+        assert!(same.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_stream_starts_with_the_current_view_and_follows_changes() {
+        let snapshot = |uids: &[&str]| {
+            Arc::new(SourceSnapshot {
+                ready: true,
+                pods: uids
+                    .iter()
+                    .map(|uid| super::super::StaticPod {
+                        file: format!("/m/{uid}.yaml").into(),
+                        pod: pod(uid, "x").pod,
+                    })
+                    .collect(),
+                errors: vec![],
+            })
+        };
+        let (source_tx, source_rx) = watch::channel(snapshot(&["a"]));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(source_rx, tx));
+        let first = rx.recv().await.unwrap();
+        assert_eq!(first.added.len(), 1);
+        assert!(first.ready);
+        source_tx.send(snapshot(&["b"])).unwrap();
+        let second = rx.recv().await.unwrap();
+        assert_eq!(second.removed, ["a"]);
+        assert_eq!(second.added[0].uid(), "b");
+    }
+}
