@@ -38,6 +38,9 @@ step "cargo fmt"
 cargo fmt --all -- --check
 cargo fmt --all --manifest-path plugins/Cargo.toml -- --check
 
+step "module graph: no cycle, sources never reach the runtime"
+scripts/check-module-graph.sh
+
 step "cargo clippy"
 cargo clippy --release --all-targets -- -D warnings
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# check-module-graph.sh - the host crate's module graph has no cycle, and the "never" rules of
+# docs/architecture.md hold: pod sources never reach the runtime, and only the status module
+# writes pod status. Edges are the `crate::<module>` paths each top-level module's files name;
+# tsort (coreutils) finds the cycles. Prints the edges with -v. Exits non-zero on a violation.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../host/src"
+edges() {
+  for file in *.rs; do
+    module="${file%.rs}"
+    [ "$module" = lib ] || [ "$module" = main ] && continue
+    files=("$file")
+    [ -d "$module" ] && mapfile -t -O 1 files < <(find "$module" -name '*.rs')
+    grep -ohE 'crate::[a-z_]+' "${files[@]}" | sed 's/crate:://' | sort -u |
+      while read -r target; do
+        [ "$target" != "$module" ] && [ -f "$target.rs" ] && echo "$module $target"
+      done
+  done
+}
+graph="$(edges)"
+[ "${1:-}" = -v ] && printf '%s\n' "$graph"
+status=0
+if ! printf '%s\n' "$graph" | tsort >/dev/null 2>/tmp/module-graph.$$; then
+  echo "module graph has a cycle:" >&2
+  cat /tmp/module-graph.$$ >&2
+  status=1
+fi
+rm -f /tmp/module-graph.$$
+if printf '%s\n' "$graph" | grep -E '^source (cri|kuberuntime|pod_worker|runtime_status)$'; then
+  echo "the pod source reaches the runtime (above)" >&2
+  status=1
+fi
+echo "$(printf '%s\n' "$graph" | wc -l) edges between $(ls *.rs | wc -l) modules checked" >&2
+exit $status
