@@ -5,7 +5,8 @@
 //! upstream. HTTPS skips certificate verification (upstream's `InsecureSkipVerify`).
 //! Connections are never reused (upstream disables keep-alive for probes).
 
-use super::{resolve_port, Outcome};
+use super::spec::{resolve_port, ProbeSpecError};
+use super::Outcome;
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -20,13 +21,16 @@ const MAX_REDIRECTS: usize = 10;
 /// `http` or `https`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// Plain HTTP.
     Http,
+    /// HTTPS; the certificate is not verified, as upstream.
     Https,
 }
 
 /// A resolved `httpGet` action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpGet {
+    /// HTTP or HTTPS.
     pub scheme: Scheme,
     /// `None`: the pod IP.
     pub host: Option<String>,
@@ -44,16 +48,17 @@ impl HttpGet {
         get: &HTTPGetAction,
         container: &Container,
         field: &str,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ProbeSpecError> {
         let port = resolve_port(&get.port, container, &format!("{field}.port"))?;
         let scheme = match get.scheme.as_deref().unwrap_or("HTTP") {
             s if s.eq_ignore_ascii_case("http") => Scheme::Http,
             s if s.eq_ignore_ascii_case("https") => Scheme::Https,
             other => {
-                return Err(format!(
-                    "container {:?}: {field}.scheme {other:?} is neither HTTP nor HTTPS",
-                    container.name
-                ))
+                return Err(ProbeSpecError::UnknownScheme {
+                    container: container.name.clone(),
+                    field: field.to_string(),
+                    scheme: other.to_string(),
+                })
             }
         };
         Ok(HttpGet {
