@@ -100,6 +100,27 @@ pub fn host_port(host: &str, port: u16) -> String {
     }
 }
 
+/// Why a GET got no answer; the message is the probe's (or hook's) failure message, as
+/// upstream words it.
+#[derive(Debug, thiserror::Error)]
+pub enum GetError {
+    /// The request failed before any status (connection refused, timeout, TLS).
+    #[error("Get {url:?}: {source}")]
+    Request {
+        /// The URL requested.
+        url: String,
+        /// What ureq reported.
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    /// Same-host redirects went on past the limit (10, as upstream).
+    #[error("Get {url:?}: stopped after {MAX_REDIRECTS} redirects")]
+    TooManyRedirects {
+        /// The last URL redirected to.
+        url: String,
+    },
+}
+
 /// What a GET found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -112,7 +133,7 @@ pub struct Answer {
 }
 
 /// Runs the GET once (blocking; the async [`probe`] runs it off the executor).
-pub fn get(action: &HttpGet, pod_ip: &str, timeout: Duration) -> Result<Answer, String> {
+pub fn get(action: &HttpGet, pod_ip: &str, timeout: Duration) -> Result<Answer, GetError> {
     let mut url = action.url(pod_ip);
     let first_host = host_of(&url);
     for _ in 0..=MAX_REDIRECTS {
@@ -133,7 +154,12 @@ pub fn get(action: &HttpGet, pod_ip: &str, timeout: Duration) -> Result<Answer, 
         let response = match request.call() {
             Ok(response) => response,
             Err(ureq::Error::Status(_, response)) => response,
-            Err(error) => return Err(format!("Get {url:?}: {error}")),
+            Err(error) => {
+                return Err(GetError::Request {
+                    url,
+                    source: Box::new(error),
+                })
+            }
         };
         let status = response.status();
         if (300..400).contains(&status) {
@@ -159,9 +185,7 @@ pub fn get(action: &HttpGet, pod_ip: &str, timeout: Duration) -> Result<Answer, 
             foreign_redirect: None,
         });
     }
-    Err(format!(
-        "Get {url:?}: stopped after {MAX_REDIRECTS} redirects"
-    ))
+    Err(GetError::TooManyRedirects { url })
 }
 
 fn read_body(response: ureq::Response) -> String {
@@ -307,7 +331,7 @@ pub async fn probe(action: &HttpGet, pod_ip: &str, timeout: Duration) -> Outcome
     let answer = tokio::task::spawn_blocking(move || get(&action, &pod_ip, timeout)).await;
     match answer {
         Ok(Ok(answer)) => classify(&answer),
-        Ok(Err(message)) => Outcome::Failure(message),
+        Ok(Err(error)) => Outcome::Failure(error.to_string()),
         Err(error) => Outcome::Error(format!("http probe task: {error}")),
     }
 }

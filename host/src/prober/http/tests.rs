@@ -103,7 +103,10 @@ fn errors_and_refusals_fail() {
         .unwrap()
         .port();
     let error = get(&action(closed, "/"), "127.0.0.1", Duration::from_secs(2)).unwrap_err();
-    assert!(error.contains(&format!("127.0.0.1:{closed}")), "{error}");
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{closed}")),
+        "{error}"
+    );
 }
 
 #[test]
