@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-module-graph.sh - the host crate's module graph has no cycle, and the "never" rules of
 # docs/architecture.md hold: pod sources never reach the runtime, and only the status module
-# writes pod status. Edges are the `crate::<module>` paths each top-level module's files name;
+# writes pod status. Edges are the `crate::<module>` paths each top-level module's code names;
 # tsort (coreutils) finds the cycles. Prints the edges with -v. Exits non-zero on a violation.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../host/src"
@@ -11,7 +11,8 @@ edges() {
     [ "$module" = lib ] || [ "$module" = main ] && continue
     files=("$file")
     [ -d "$module" ] && mapfile -t -O 1 files < <(find "$module" -name '*.rs')
-    grep -ohE 'crate::[a-z_]+' "${files[@]}" | sed 's/crate:://' | sort -u |
+    # Comments (doc links among them) are not dependencies.
+    cat "${files[@]}" | grep -v '^\s*//' | grep -oE 'crate::[a-z_]+' | sed 's/crate:://' | sort -u |
       while read -r target; do
         [ "$target" != "$module" ] && [ -f "$target.rs" ] && echo "$module $target"
       done

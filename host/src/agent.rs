@@ -167,6 +167,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             policy: Default::default(),
         },
         source: source_rx.clone(),
+        cycles: Default::default(),
     });
     tokio::spawn(gc.clone().run(
         config.wasmlet.container_gc_period,
@@ -180,7 +181,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     });
     let memory_capacity = crate::machine::machine_memory_bytes();
     let nodefs_capacity =
-        crate::fs_stats::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);
+        crate::stats::fs::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);
     let hard = |signal: wasmlet_policy_default::Signal, capacity: i64| {
         thresholds
             .iter()

@@ -1,9 +1,12 @@
-//! Pod-level cgroup directories. With the cgroupfs driver runc creates and removes container
-//! cgroups under the pod's `cgroup_parent`, but the pod directories are the kubelet's to remove.
+//! The cgroup manager's part that is not a reading: pod-level cgroup directories. With the
+//! cgroupfs driver runc creates and removes container cgroups under the pod's `cgroup_parent`,
+//! but the pod directories are the kubelet's to remove. Readings of cgroups live in
+//! [`crate::stats::cgroup`].
 
 use std::path::Path;
 
-const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// Where the cgroup hierarchies are mounted (v2 unified, or one directory per v1 controller).
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// Removes the (empty) pod cgroup `parent` (e.g. `/kubepods/burstable/pod<uid>`) from every
 /// hierarchy, cgroup v1 and v2 alike. Best effort: a directory still in use stays.

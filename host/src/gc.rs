@@ -9,35 +9,64 @@ use crate::cri::CriClient;
 use crate::metrics::Metrics;
 use crate::plugin::PluginRegistry;
 use crate::source::SourceSnapshot;
+use crate::stats::StatsError;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-use tracing::warn;
+use tracing::{warn, Instrument};
 
 pub use containers::ContainerGc;
+pub use images::{ImageGc, ImageGcPolicy, ImageGcReport};
 
 /// Why a GC cycle could not run; the next cycle tries again.
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
+    /// A CRI call failed (it names its RPC).
     #[error(transparent)]
     Cri(#[from] crate::cri::CriError),
+    /// The image filesystem could not be measured, so no amount to free is known.
     #[error("cannot measure the image filesystem: {0}")]
-    ImageFs(String),
+    ImageFs(#[source] StatsError),
+    /// The blocking task that asks the plugin for a plan panicked or was cancelled.
     #[error("the GC plan could not be made: {0}")]
     Plan(String),
 }
-pub use images::{ImageGc, ImageGcPolicy};
+
+impl From<StatsError> for GcError {
+    /// A failed CRI call stays a CRI error; any other reading failed to measure the imagefs.
+    fn from(error: StatsError) -> Self {
+        match error {
+            StatsError::Cri(error) => GcError::Cri(error),
+            other => GcError::ImageFs(other),
+        }
+    }
+}
+
+/// GC cycle counters, for the `cycle` field of each cycle's span.
+#[derive(Debug, Default)]
+pub struct GcCycles {
+    containers: AtomicU64,
+    images: AtomicU64,
+}
 
 /// Everything a GC cycle needs from the rest of the node.
 pub struct GarbageCollector {
+    /// Lists and removes containers, sandboxes and images.
     pub cri: CriClient,
+    /// Asked for the order (`gc-strategy`).
     pub plugins: Arc<PluginRegistry>,
+    /// Removals and freed bytes are counted here.
     pub metrics: Arc<Metrics>,
+    /// Image GC and its per-image records.
     pub images: ImageGc,
+    /// Container GC for this node.
     pub containers: ContainerGc,
     /// The pods the sources want: a container of any other pod belongs to a deleted pod.
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
+    /// Cycles run so far; starts at zero.
+    pub cycles: GcCycles,
 }
 
 impl GarbageCollector {
@@ -50,29 +79,44 @@ impl GarbageCollector {
             .then(|| snapshot.pods.iter().map(|p| p.uid().to_string()).collect())
     }
 
-    /// One container GC cycle; errors are logged, the next cycle retries.
+    /// One container GC cycle in a span with its `cycle` number (and `plugin` when a plugin
+    /// planned it); errors are logged, the next cycle retries.
     pub async fn collect_containers(&self) {
         let Some(desired) = self.desired_pods() else {
             return;
         };
-        if let Err(error) = self
-            .containers
-            .collect(&self.cri, &self.plugins, &self.metrics, &desired)
-            .await
-        {
-            warn!(%error, "container garbage collection failed");
+        let cycle = self.cycles.containers.fetch_add(1, Ordering::Relaxed) + 1;
+        let span = tracing::info_span!("container_gc", cycle, plugin = tracing::field::Empty);
+        async {
+            if let Err(error) = self
+                .containers
+                .collect(&self.cri, &self.plugins, &self.metrics, &desired)
+                .await
+            {
+                warn!(%error, "container garbage collection failed");
+            }
         }
+        .instrument(span)
+        .await
     }
 
     /// One image GC cycle by the thresholds; errors are logged, the next cycle retries.
     pub async fn collect_images(&self) {
-        if let Err(error) = self
-            .images
-            .collect(&self.cri, &self.plugins, &self.metrics, None)
-            .await
-        {
+        if let Err(error) = self.image_cycle(None).await {
             warn!(%error, "image garbage collection failed");
         }
+    }
+
+    /// One image GC cycle in a span with its `cycle` number (and `plugin` when a plugin
+    /// planned it). `free_at_least` as [`ImageGc::collect`]: eviction's disk reclaim passes
+    /// `Some(u64::MAX)`.
+    pub async fn image_cycle(&self, free_at_least: Option<u64>) -> Result<ImageGcReport, GcError> {
+        let cycle = self.cycles.images.fetch_add(1, Ordering::Relaxed) + 1;
+        let span = tracing::info_span!("image_gc", cycle, plugin = tracing::field::Empty);
+        self.images
+            .collect(&self.cri, &self.plugins, &self.metrics, free_at_least)
+            .instrument(span)
+            .await
     }
 
     /// Runs container GC every `container_period` and image GC every `image_period`.

@@ -13,7 +13,7 @@ static MEMORY: Mutex<()> = Mutex::new(());
 const GIB: i64 = 1 << 30;
 
 fn memory_available() -> i64 {
-    wasmlet::eviction::signals::node_memory()
+    wasmlet::stats::node::memory()
         .expect("memory signal")
         .available()
 }

@@ -74,7 +74,7 @@ fn image_tags(socket: &Path) -> Vec<String> {
 /// Thresholds that make image GC free between 70 and ~75 MiB (by the runtime's image sizes):
 /// more than gc-b alone (50 MiB), no more than gc-b and gc-c together (88 MiB).
 fn thresholds_freeing_70_mib() -> (u64, u64) {
-    let fs = wasmlet::fs_stats::of(&Path::new(GC_NODE_DIR).join("root")).expect("statvfs");
+    let fs = wasmlet::stats::fs::of(&Path::new(GC_NODE_DIR).join("root")).expect("statvfs");
     let used = fs.capacity_bytes - fs.available_bytes;
     let target = 70 * MIB;
     assert!(

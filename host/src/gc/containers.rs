@@ -5,7 +5,7 @@ use super::GcError;
 use crate::cri::{api, labels, CriClient, Labels};
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
 use crate::plugin::state::PodMeta;
-use crate::plugin::PluginRegistry;
+use crate::plugin::{DecidedBy, PluginRegistry};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use tracing::{debug, info, warn};
@@ -15,13 +15,17 @@ use wasmlet_policy_default::DeadContainer;
 /// What one container GC cycle removed.
 #[derive(Debug, Clone, Default)]
 pub struct ContainerGcReport {
+    /// IDs of the removed containers.
     pub containers: Vec<String>,
+    /// IDs of the removed sandboxes.
     pub sandboxes: Vec<String>,
 }
 
 /// Container GC for one node's containers (those carrying its `wasmlet.dev/node` label).
 pub struct ContainerGc {
+    /// Only containers with this node label are collected.
     pub node_name: String,
+    /// Upstream's limits (MaxPerPodContainer, MaxContainers).
     pub policy: ContainerGcPolicy,
 }
 
@@ -130,6 +134,9 @@ impl ContainerGc {
                 .await
                 .map_err(|e| GcError::Plan(e.to_string()))?
             };
+            if let DecidedBy::Plugin { name, .. } = &decision.decided_by {
+                tracing::Span::current().record("plugin", name.as_str());
+            }
             let plugin = decided_by_label(&decision.decided_by);
             for index in decision.order {
                 let (c, plan) = (&containers[dead[index as usize]], &planned[index as usize]);

@@ -4,9 +4,9 @@
 
 use super::GcError;
 use crate::cri::{api, CriClient, Labels};
-use crate::fs_stats;
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
 use crate::plugin::{DecidedBy, PluginRegistry};
+use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -18,9 +18,13 @@ use wasmlet_policy_default::{DiskInfo, ImageInfo};
 /// The KubeletConfiguration's image GC settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ImageGcPolicy {
+    /// `imageGCHighThresholdPercent`: usage that starts a collection.
     pub high_threshold_percent: u64,
+    /// `imageGCLowThresholdPercent`: usage a collection frees down to.
     pub low_threshold_percent: u64,
+    /// `imageMinimumGCAge`: younger unused images stay.
     pub min_age: Duration,
+    /// `imageMaximumGCAge`: unused images older than this go whatever the usage (0: off).
     pub max_age: Duration,
 }
 
@@ -35,6 +39,7 @@ impl ImageGcPolicy {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageRecord {
+    /// When GC first saw the image.
     pub first_seen_unix_ms: u64,
     /// 0 while no container has used it (upstream's zero `lastUsed`).
     pub last_used_unix_ms: u64,
@@ -49,10 +54,13 @@ struct StateFile {
 /// What one image GC cycle did.
 #[derive(Debug, Clone, Default)]
 pub struct ImageGcReport {
+    /// What the cycle set out to free.
     pub bytes_to_free: u64,
+    /// What the removed images' sizes add up to.
     pub freed: u64,
     /// IDs of the removed images, in removal order.
     pub removed: Vec<String>,
+    /// Who planned the order (`None`: nothing to free, no plan asked).
     pub decided_by: Option<DecidedBy>,
 }
 
@@ -203,7 +211,7 @@ impl ImageGc {
         if self.policy.disabled() && free_at_least.is_none() {
             return Ok(ImageGcReport::default());
         }
-        let fs = image_fs(cri).await?;
+        let fs = stats::fs::image_fs(cri).await?;
         let bytes_to_free = match free_at_least {
             Some(bytes) => bytes,
             None if fs.usage_percent() >= self.policy.high_threshold_percent => {
@@ -258,6 +266,9 @@ impl ImageGc {
         if let DecidedBy::BuiltIn { reason } = &decision.decided_by {
             debug!(%reason, "image GC planned by the built-in default");
         }
+        if let DecidedBy::Plugin { name, .. } = &decision.decided_by {
+            tracing::Span::current().record("plugin", name.as_str());
+        }
         let plugin = decided_by_label(&decision.decided_by);
 
         let mut report = ImageGcReport {
@@ -301,21 +312,6 @@ impl ImageGc {
         }
         Ok(report)
     }
-}
-
-/// The image filesystem's size: the runtime names its mountpoint, statvfs measures it
-/// (the runtime's own usage figure lags by seconds).
-pub async fn image_fs(cri: &CriClient) -> Result<fs_stats::FsStats, GcError> {
-    let info = cri.image_fs_info().await?;
-    let mountpoint = info
-        .image_filesystems
-        .iter()
-        .filter_map(|f| f.fs_id.as_ref())
-        .map(|id| id.mountpoint.clone())
-        .find(|m| !m.is_empty())
-        .ok_or_else(|| GcError::ImageFs("the runtime reported no image filesystem".into()))?;
-    fs_stats::of(Path::new(&mountpoint))
-        .map_err(|e| GcError::ImageFs(format!("statvfs {mountpoint}: {e}")))
 }
 
 /// Writes `bytes` to a temporary file beside `path` and renames it over `path`.

@@ -1,6 +1,8 @@
 //! Filesystem capacity and free space (statvfs), the source of the nodefs and imagefs
 //! eviction signals and of image GC's usage, as cadvisor gives them to upstream's kubelet.
 
+use super::StatsError;
+use crate::cri::CriClient;
 use std::ffi::CString;
 use std::io;
 use std::path::Path;
@@ -8,10 +10,13 @@ use std::path::Path;
 /// One filesystem's size, in bytes and inodes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FsStats {
+    /// Total size (`f_blocks`).
     pub capacity_bytes: u64,
     /// Available to unprivileged users (`f_bavail`), as cadvisor reports it.
     pub available_bytes: u64,
+    /// Total inodes (`f_files`).
     pub inodes: u64,
+    /// Free inodes (`f_ffree`).
     pub inodes_free: u64,
 }
 
@@ -27,13 +32,21 @@ impl FsStats {
 }
 
 /// statvfs of the filesystem holding `path`.
-pub fn of(path: &Path) -> io::Result<FsStats> {
-    let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+pub fn of(path: &Path) -> Result<FsStats, StatsError> {
+    let error = |source| StatsError::Statvfs {
+        path: path.to_path_buf(),
+        source,
+    };
+    let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+        error(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "path contains NUL",
+        ))
+    })?;
     let mut raw: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: c_path is a valid NUL-terminated string and raw a writable statvfs.
     if unsafe { libc::statvfs(c_path.as_ptr(), &mut raw) } != 0 {
-        return Err(io::Error::last_os_error());
+        return Err(error(io::Error::last_os_error()));
     }
     let block = raw.f_frsize as u64;
     Ok(FsStats {
@@ -42,6 +55,20 @@ pub fn of(path: &Path) -> io::Result<FsStats> {
         inodes: raw.f_files as u64,
         inodes_free: raw.f_ffree as u64,
     })
+}
+
+/// The image filesystem's size: the runtime names its mountpoint, statvfs measures it
+/// (the runtime's own usage figure lags by seconds).
+pub async fn image_fs(cri: &CriClient) -> Result<FsStats, StatsError> {
+    let info = cri.image_fs_info().await?;
+    let mountpoint = info
+        .image_filesystems
+        .iter()
+        .filter_map(|f| f.fs_id.as_ref())
+        .map(|id| id.mountpoint.clone())
+        .find(|m| !m.is_empty())
+        .ok_or(StatsError::NoImageFs)?;
+    of(Path::new(&mountpoint))
 }
 
 #[cfg(test)]
@@ -68,7 +95,13 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_path_is_an_error() {
-        assert!(of(Path::new("/does/not/exist/wasmlet")).is_err());
+    fn a_missing_path_is_an_error_naming_it() {
+        let error = of(Path::new("/does/not/exist/wasmlet")).expect_err("missing path");
+        assert!(
+            error
+                .to_string()
+                .starts_with("statvfs /does/not/exist/wasmlet: "),
+            "{error}"
+        );
     }
 }

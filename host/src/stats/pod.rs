@@ -1,24 +1,67 @@
-//! Per-pod usage beyond memory: the runtime's container stats (writable layer bytes and
-//! inodes, CPU), the pod's log directory and its on-disk emptyDir volumes, as upstream's
-//! summary API feeds the disk rankings. CPU becomes a rate from two samples when the runtime
-//! reports only the cumulative counter.
+//! Per-pod usage: memory and processes from the pod cgroup, and beyond that the runtime's
+//! container stats (writable layer bytes and inodes, CPU), the pod's log directory and its
+//! on-disk emptyDir volumes, as upstream's summary API feeds the disk rankings. CPU becomes a
+//! rate from two samples when the runtime reports only the cumulative counter.
 
-use crate::cri::{api, labels, CriClient, CriError, Labels};
+use super::{cgroup, StatsError};
+use crate::cri::{api, labels, CriClient, Labels};
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// One pod's usage, summed over its containers.
+/// One pod's usage as the runtime reports it, summed over its containers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PodUsage {
-    /// Writable layers, logs and on-disk emptyDir volumes.
+    /// Writable layers.
     pub disk_bytes: u64,
+    /// Inodes of the writable layers.
     pub inodes: u64,
+    /// CPU in millicores.
     pub cpu_millis: u64,
 }
 
-/// The previous cumulative CPU sample of each container: (timestamp ns, CPU ns).
+/// Everything measured of one pod: its cgroup, the runtime's stats and its directories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PodStats {
+    /// Working set of the pod cgroup; `None` while the cgroup does not exist.
+    pub memory_working_set: Option<u64>,
+    /// Writable layers, logs and on-disk emptyDir volumes.
+    pub disk_bytes: u64,
+    /// Inodes of the same.
+    pub inodes: u64,
+    /// CPU in millicores.
+    pub cpu_millis: u64,
+    /// Processes in the pod cgroup (0 while it does not exist).
+    pub processes: u64,
+}
+
+/// Where one pod's usage is found on the node.
+#[derive(Debug, Clone, Copy)]
+pub struct PodPaths<'a> {
+    /// The pod cgroup (e.g. `/kubepods/besteffort/pod<uid>`).
+    pub cgroup_parent: &'a str,
+    /// The pod's log directory.
+    pub log_dir: &'a Path,
+    /// The pod's on-disk emptyDir volumes.
+    pub empty_dirs: &'a Path,
+}
+
+/// Measures one pod; `runtime` is its entry in [`collect`]'s answer.
+pub fn measure(paths: PodPaths<'_>, runtime: PodUsage) -> PodStats {
+    let (log_bytes, log_inodes) = dir_usage(paths.log_dir);
+    let (volume_bytes, volume_inodes) = dir_usage(paths.empty_dirs);
+    PodStats {
+        memory_working_set: cgroup::working_set(paths.cgroup_parent),
+        disk_bytes: runtime.disk_bytes + log_bytes + volume_bytes,
+        inodes: runtime.inodes + log_inodes + volume_inodes,
+        cpu_millis: runtime.cpu_millis,
+        processes: cgroup::processes(paths.cgroup_parent).unwrap_or(0),
+    }
+}
+
+/// The previous cumulative CPU sample of each container: (timestamp ns, CPU ns). Kept by the
+/// caller across cycles, so that a runtime without a CPU rate still yields one.
 #[derive(Debug, Default)]
 pub struct CpuSampler(Mutex<HashMap<String, (i64, u64)>>);
 
@@ -78,12 +121,13 @@ pub fn dir_usage(dir: &Path) -> (u64, u64) {
     (bytes, inodes)
 }
 
-/// Usage of every pod of `node_name` that has containers, by pod UID.
+/// The runtime's usage of every pod of `node_name` that has containers, by pod UID
+/// (CRI `ListContainerStats`).
 pub async fn collect(
     cri: &CriClient,
     node_name: &str,
     sampler: &CpuSampler,
-) -> Result<HashMap<String, PodUsage>, CriError> {
+) -> Result<HashMap<String, PodUsage>, StatsError> {
     let selector = Labels::from([(labels::NODE.to_string(), node_name.to_string())]);
     let stats = cri.list_container_stats(selector).await?;
     let mut usage: HashMap<String, PodUsage> = HashMap::new();

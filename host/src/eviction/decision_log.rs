@@ -1,0 +1,167 @@
+//! The decision log served at `/evictions` ("why was my pod evicted"): for every cycle that
+//! ranked pods, who ranked them, the candidates in that order, what a shadow plugin would have
+//! done, and which pod was evicted with what message.
+
+use super::EvictionManager;
+use crate::metrics::{decided_by_label, PluginLabels};
+use crate::plugin::{DecidedBy, Decision, EvictionSnapshot};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use tracing::info;
+
+/// Decisions kept for `/evictions`.
+const DECISION_LOG_LEN: usize = 100;
+
+/// A ranked candidate in the decision log.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    /// The pod's name.
+    pub pod: String,
+    /// The pod's namespace.
+    pub namespace: String,
+    /// `Guaranteed`, `Burstable` or `BestEffort`.
+    pub qos_class: &'static str,
+    /// The pod's priority.
+    pub priority: i32,
+    /// Working set of the pod cgroup.
+    pub memory_usage_bytes: u64,
+    /// Sum of the containers' memory requests.
+    pub memory_request_bytes: u64,
+}
+
+/// What a shadow plugin chose for the same snapshot.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowChoice {
+    /// The shadow plugin, or the built-in default with the reason it stood in.
+    pub decided_by: DecidedBy,
+    /// The pod the shadow would have evicted (`None`: none, or it faulted).
+    pub would_evict: Option<String>,
+    /// The shadow's ranking, by pod name.
+    pub ranking: Vec<String>,
+    /// Whether it would have evicted the same pod.
+    pub agrees: bool,
+    /// Why the shadow gave no answer.
+    pub error: Option<String>,
+}
+
+/// One eviction cycle that ranked pods: who decided, what was ranked, what happened.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    /// When the decision was made (RFC 3339).
+    pub time: String,
+    /// Cycle number of the eviction manager, to see that no cycle was missed or doubled.
+    pub cycle: u64,
+    /// The signal whose threshold was met.
+    pub signal: &'static str,
+    /// The threshold, resolved against the capacity.
+    pub threshold: i64,
+    /// What was available when the pods were ranked.
+    pub available: i64,
+    /// The plugin that ranked, or the built-in default with the reason it stood in.
+    pub decided_by: DecidedBy,
+    /// Candidates in the order the plugin ranked them (evictable pods only).
+    pub ranking: Vec<String>,
+    /// The same candidates with what they were ranked by.
+    pub candidates: Vec<Candidate>,
+    /// The pod evicted, if any.
+    pub evicted: Option<String>,
+    /// The evicted pod's status message.
+    pub message: Option<String>,
+    /// What the shadow plugin would have done, when one is configured.
+    pub shadow: Option<ShadowChoice>,
+}
+
+/// The most recent eviction decisions, for `/evictions` ("why was my pod evicted").
+#[derive(Debug, Default)]
+pub struct DecisionLog(Mutex<VecDeque<DecisionRecord>>);
+
+impl DecisionLog {
+    /// The decisions kept, oldest first.
+    pub fn list(&self) -> Vec<DecisionRecord> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps `decision`, dropping the oldest beyond [`DECISION_LOG_LEN`].
+    pub(super) fn push(&self, decision: DecisionRecord) {
+        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == DECISION_LOG_LEN {
+            log.pop_front();
+        }
+        log.push_back(decision);
+    }
+}
+
+/// The pods of `order`, as the log shows them.
+pub(super) fn candidates(snapshot: &EvictionSnapshot, order: &[u32]) -> Vec<Candidate> {
+    order
+        .iter()
+        .map(|&i| {
+            let info = &snapshot.pods[i as usize];
+            Candidate {
+                pod: snapshot.meta[i as usize].name.clone(),
+                namespace: snapshot.meta[i as usize].namespace.clone(),
+                qos_class: match info.qos {
+                    wasmlet_policy_default::QosClass::Guaranteed => "Guaranteed",
+                    wasmlet_policy_default::QosClass::Burstable => "Burstable",
+                    wasmlet_policy_default::QosClass::BestEffort => "BestEffort",
+                },
+                priority: info.priority,
+                memory_usage_bytes: info.memory_usage_bytes,
+                memory_request_bytes: info.memory_request_bytes,
+            }
+        })
+        .collect()
+}
+
+impl EvictionManager {
+    /// The shadow plugin's answer for the log; a disagreement with `chosen` is counted.
+    pub(super) fn shadow_choice(
+        &self,
+        answer: Result<Decision, String>,
+        snapshot: &EvictionSnapshot,
+        chosen: Option<u32>,
+    ) -> ShadowChoice {
+        let name = |i: u32| snapshot.meta[i as usize].name.clone();
+        match answer {
+            Ok(shadow) => {
+                let would = shadow.order.first().copied();
+                let agrees = would == chosen;
+                let label = decided_by_label(&shadow.decided_by);
+                if !agrees {
+                    self.metrics
+                        .shadow_disagreements
+                        .get_or_create(&PluginLabels {
+                            plugin: label.clone(),
+                        })
+                        .inc();
+                }
+                info!(shadow = %label, would_evict = ?would.map(name), evicting = ?chosen.map(name), agrees, "shadow eviction plugin ranked");
+                ShadowChoice {
+                    decided_by: shadow.decided_by,
+                    would_evict: would.map(name),
+                    ranking: shadow.order.iter().map(|&i| name(i)).collect(),
+                    agrees,
+                    error: None,
+                }
+            }
+            Err(error) => ShadowChoice {
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.clone(),
+                },
+                would_evict: None,
+                ranking: Vec::new(),
+                agrees: false,
+                error: Some(error),
+            },
+        }
+    }
+}
