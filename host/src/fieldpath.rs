@@ -10,11 +10,15 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 /// the node's allocatable amounts an unset limit reads as.
 #[derive(Debug, Clone, Default)]
 pub struct PodFacts {
+    /// `status.podIP`: the sandbox's primary IP.
     pub pod_ip: String,
+    /// `status.podIPs`: every IP of the sandbox, primary first.
     pub pod_ips: Vec<String>,
+    /// `status.hostIP`: the node's IP.
     pub host_ip: String,
     /// What an unset limit reads as in `resourceFieldRef`.
     pub node_cpu_millis: i64,
+    /// What an unset memory limit reads as in `resourceFieldRef`.
     pub node_memory_bytes: i64,
 }
 

@@ -32,10 +32,12 @@ impl Health {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// Called by the SyncLoop on every iteration, so `/healthz` knows it is not stuck.
     pub fn syncloop_alive(&self) {
         self.syncloop_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
+    /// Called by the PLEG after every relist, so `/healthz` knows it is not stuck.
     pub fn pleg_relisted(&self) {
         self.pleg_ms.store(self.now_ms(), Ordering::Relaxed);
     }

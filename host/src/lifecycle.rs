@@ -23,7 +23,9 @@ pub const POST_START_LIMIT: Duration = Duration::from_secs(120);
 /// Why a hook failed: upstream's event reasons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookKind {
+    /// `postStart`: a failure kills the container, and its status says `PostStartHookError`.
     PostStart,
+    /// `preStop`: a failure is reported, and the container is stopped all the same.
     PreStop,
 }
 

@@ -16,7 +16,9 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("MountVolume.SetUp failed for volume {volume:?}: {reason}")]
 pub struct VolumeError {
+    /// The volume's name in the pod spec.
     pub volume: String,
+    /// What went wrong and, where it can, what to change.
     pub reason: String,
 }
 

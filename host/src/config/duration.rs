@@ -62,11 +62,13 @@ pub fn format(duration: Duration) -> String {
 pub mod go {
     use super::*;
 
+    /// Reads a Go duration string such as `"20s"`; the error names the text and what is wrong.
     pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(de)?;
         parse(&text).map_err(serde::de::Error::custom)
     }
 
+    /// Writes the duration back as Go would, so a config round-trips through `/configz`.
     pub fn serialize<S: Serializer>(value: &Duration, ser: S) -> Result<S::Ok, S::Error> {
         ser.serialize_str(&format(*value))
     }

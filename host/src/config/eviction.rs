@@ -11,6 +11,7 @@ use wasmlet_policy_default::Signal;
 /// A threshold's quantity: absolute (bytes, inodes or PIDs) or a share of the capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ThresholdValue {
+    /// An absolute amount in the signal's unit.
     Quantity(i64),
     /// A fraction of capacity in `[0, 1]`.
     Percentage(f64),
@@ -29,7 +30,9 @@ impl ThresholdValue {
 /// One eviction threshold: met when the signal's available amount drops below `value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
+    /// The resource whose availability is watched.
     pub signal: Signal,
+    /// The availability below which the threshold is met.
     pub value: ThresholdValue,
     /// Zero for a hard threshold; how long a soft one must hold before it evicts.
     pub grace_period: Duration,

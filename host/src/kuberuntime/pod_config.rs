@@ -14,9 +14,13 @@ use std::path::PathBuf;
 /// Node-wide facts every config needs.
 #[derive(Debug, Clone)]
 pub struct NodeContext {
+    /// The node's name: the label that marks the runtime's objects as this node's.
     pub node_name: String,
+    /// The node's IP, for `status.hostIP` and host-network pods.
     pub node_ip: String,
+    /// Where container logs go (`podLogsDir`), one directory per pod as upstream lays it out.
     pub pod_logs_dir: PathBuf,
+    /// The machine's memory, which a Burstable container's OOM score is scaled against.
     pub machine_memory_bytes: i64,
     /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
     pub root_dir: PathBuf,

@@ -20,7 +20,9 @@ pub const CONFIG_FILE_ANNOTATION: &str = "wasmlet.dev/manifest-file";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {reason}")]
 pub struct ManifestProblem {
+    /// The offending field's path in the manifest (`spec.containers[0].image`).
     pub field: String,
+    /// What is wrong and what would be accepted.
     pub reason: String,
 }
 
