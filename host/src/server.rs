@@ -102,7 +102,7 @@ async fn pods(State(state): State<ServerState>) -> Json<k8s_openapi::List<Pod>> 
 async fn healthz(State(state): State<ServerState>) -> Response {
     match state.health.check() {
         Ok(()) => (StatusCode::OK, "ok").into_response(),
-        Err(problem) => (StatusCode::INTERNAL_SERVER_ERROR, problem).into_response(),
+        Err(problem) => (StatusCode::INTERNAL_SERVER_ERROR, problem.to_string()).into_response(),
     }
 }
 
