@@ -132,7 +132,7 @@ impl RuntimeManager {
         outcome.wait(
             &container.name,
             "PostStartHookError",
-            message,
+            message.to_string(),
             Duration::from_millis(100),
         );
     }
