@@ -135,7 +135,7 @@ pub fn thresholds(config: &KubeletConfiguration) -> Result<Vec<Threshold>, (Stri
             )
         })?;
         let grace = duration::parse(grace)
-            .map_err(|why| (format!("evictionSoftGracePeriod.{name}"), why))?;
+            .map_err(|why| (format!("evictionSoftGracePeriod.{name}"), why.to_string()))?;
         if grace.is_zero() {
             return Err((
                 format!("evictionSoftGracePeriod.{name}"),
