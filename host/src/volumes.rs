@@ -132,7 +132,8 @@ fn downward_files(
                 resource.divisor.as_ref(),
                 crate::machine::machine_cpu_millis(),
                 node_memory_bytes,
-            )?
+            )
+            .map_err(|e| e.to_string())?
         } else {
             return Err(format!(
                 "item {:?} has neither fieldRef nor resourceFieldRef",

@@ -62,6 +62,7 @@ impl RuntimeManager {
                     &self.node,
                     mounts,
                 )
+                .map_err(|error| error.to_string())
             });
         let config = match config {
             Ok(config) => config,

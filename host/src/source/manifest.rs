@@ -211,7 +211,10 @@ fn validate_container(
                 1,
             );
             if let Err(reason) = probe {
-                return Err(problem(format!("{field}.resourceFieldRef"), reason));
+                return Err(problem(
+                    format!("{field}.resourceFieldRef"),
+                    reason.to_string(),
+                ));
             }
         }
         if let Some(field_ref) = &from.field_ref {
