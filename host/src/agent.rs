@@ -26,23 +26,34 @@ use tracing::{info, warn};
 /// Why the node agent could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// The state directory (`--root-dir`) could not be created, so nothing can be stored.
     #[error("cannot create root dir {dir}: {source}")]
     RootDir {
+        /// The directory that was refused.
         dir: PathBuf,
+        /// What the filesystem said.
         #[source]
         source: std::io::Error,
     },
+    /// A listening socket could not be bound, usually because the port is taken.
     #[error("cannot serve {what} on {addr}: {source}")]
     Bind {
+        /// The config field that chose the port (`readOnlyPort`, `healthzPort`), so the operator
+        /// knows what to change.
         what: &'static str,
+        /// The address that was refused.
         addr: SocketAddr,
+        /// What the OS said.
         #[source]
         source: std::io::Error,
     },
+    /// The container runtime (CRI) endpoint could not be dialled.
     #[error(transparent)]
     Runtime(#[from] CriError),
+    /// The WebAssembly engine or a plugin could not be set up; the text names the plugin.
     #[error("cannot start the plugin engine: {0}")]
     Plugins(String),
+    /// SIGTERM/SIGINT cannot be caught, so a graceful shutdown would be impossible.
     #[error("cannot install the signal handler: {0}")]
     Signal(#[source] std::io::Error),
 }

@@ -21,6 +21,7 @@ pub struct BackOff {
 }
 
 impl BackOff {
+    /// Starts empty: no key is held back until [`BackOff::next`] records its first failure.
     pub fn new(config: BackOffConfig) -> Self {
         Self {
             config,

@@ -19,45 +19,72 @@ const WASMLET_API_VERSION: &str = "wasmlet.dev/v1alpha1";
 /// Why a config file was refused; each names the file and, where there is one, the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file exists (or was named) but could not be read.
     #[error("{file}: cannot read: {source}")]
     Read {
+        /// The file named on the command line.
         file: PathBuf,
+        /// What the filesystem said.
         #[source]
         source: std::io::Error,
     },
+    /// A YAML document in the file is malformed, not a mapping, or of an unknown kind.
     #[error("{file}: document {index}: {message}")]
     Document {
+        /// The file the document is in.
         file: PathBuf,
+        /// The document's position in the file, counting from 0.
         index: usize,
+        /// What is wrong with it.
         message: String,
     },
+    /// A document parsed, but one of its fields has a value wasmlet refuses.
     #[error("{file}: field `{field}`: {message}")]
     Field {
+        /// The file the field is in.
         file: PathBuf,
+        /// The field's name as written in the file (camelCase), so it can be found there.
         field: String,
+        /// What is wrong with the value and what it must be.
         message: String,
     },
+    /// A command-line flag has a value wasmlet refuses.
     #[error("flag --{flag}: {message}")]
-    Flag { flag: String, message: String },
+    Flag {
+        /// The flag's name without the leading dashes.
+        flag: String,
+        /// What is wrong with its value.
+        message: String,
+    },
 }
 
 /// Flags that override the file, named as the kubelet names them.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// `--root-dir`: where pod directories and wasmlet's state live.
     pub root_dir: Option<PathBuf>,
+    /// `--hostname-override`: the node's name instead of the machine's hostname.
     pub hostname_override: Option<String>,
+    /// `--node-ip`: the address reported for the node instead of the default-route one.
     pub node_ip: Option<String>,
+    /// `--container-runtime-endpoint`: the CRI socket, over `containerRuntimeEndpoint`.
     pub container_runtime_endpoint: Option<String>,
+    /// `--pod-manifest-path`: the static pod directory, over `staticPodPath`.
     pub pod_manifest_path: Option<String>,
+    /// `--read-only-port`: the unauthenticated read-only API port, over `readOnlyPort`.
     pub read_only_port: Option<u16>,
+    /// `--healthz-port`: the health endpoint port, over `healthzPort`.
     pub healthz_port: Option<u16>,
+    /// `--max-pods`: how many pods the node admits, over `maxPods`.
     pub max_pods: Option<i64>,
 }
 
 /// Everything the node runs with, after the file and the flags are merged.
 #[derive(Debug, Clone)]
 pub struct NodeConfig {
+    /// The upstream KubeletConfiguration fields, defaulted where the file is silent.
     pub kubelet: KubeletConfiguration,
+    /// wasmlet's own settings (plugins, back-off), defaulted where the file is silent.
     pub wasmlet: WasmletConfiguration,
     /// `--root-dir`: pod directories and wasmlet's own state (upstream: /var/lib/kubelet).
     pub root_dir: PathBuf,
@@ -70,7 +97,9 @@ pub struct NodeConfig {
 /// A warning the caller logs: the config loads, but something in it is ignored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigWarning {
+    /// The field that is ignored, as written in the file.
     pub field: String,
+    /// Why it is ignored.
     pub message: String,
 }
 

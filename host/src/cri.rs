@@ -32,17 +32,25 @@ pub mod containerd {
 /// Labels and annotations on sandboxes and containers: the upstream kubelet's keys, so tools
 /// that read them (crictl, log shippers) work, plus wasmlet's node label.
 pub mod labels {
+    /// The pod's name, so a container in the runtime can be traced back to its pod.
     pub const POD_NAME: &str = "io.kubernetes.pod.name";
+    /// The pod's namespace, which with the name identifies the pod to a person.
     pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+    /// The pod's UID: what wasmlet groups sandboxes and containers by, across pod updates.
     pub const POD_UID: &str = "io.kubernetes.pod.uid";
+    /// The container's name within its pod spec, which status and restarts are keyed by.
     pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
     /// Which node agent owns the object: wasmlet only ever manages objects carrying its own
     /// node name, so several agents (or test nodes) can share one runtime safely.
     pub const NODE: &str = "wasmlet.dev/node";
-    /// Annotations, as upstream.
+    /// Annotations, as upstream. The container's restart count when it was created, for
+    /// tools that read upstream's annotations.
     pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
+    /// The spec's `terminationMessagePath`, recorded as upstream records it for such tools.
     pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str =
         "io.kubernetes.container.terminationMessagePath";
+    /// The pod's grace period at creation: an orphaned container (its pod no longer known) is
+    /// stopped with it.
     pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
     /// The hash of the container spec the container was created from: a container whose
     /// spec changed under the same pod UID is replaced.

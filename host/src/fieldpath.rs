@@ -2,7 +2,7 @@
 //! `pkg/fieldpath` and `podFieldSelectorRuntimeValue`. A leaf shared by manifest validation,
 //! the container environment and downward API volumes.
 
-use crate::resources::{parse_milli, requests_and_limits};
+use crate::resources::{parse_milli, requests_and_limits, QuantityError};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -10,16 +10,48 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 /// the node's allocatable amounts an unset limit reads as.
 #[derive(Debug, Clone, Default)]
 pub struct PodFacts {
+    /// `status.podIP`: the sandbox's primary IP.
     pub pod_ip: String,
+    /// `status.podIPs`: every IP of the sandbox, primary first.
     pub pod_ips: Vec<String>,
+    /// `status.hostIP`: the node's IP.
     pub host_ip: String,
     /// What an unset limit reads as in `resourceFieldRef`.
     pub node_cpu_millis: i64,
+    /// What an unset memory limit reads as in `resourceFieldRef`.
     pub node_memory_bytes: i64,
 }
 
+/// Why a field path or resource reference cannot be resolved; manifest validation shows it
+/// under the offending field, and the pod is refused before it runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldPathError {
+    /// A `fieldRef` path wasmlet does not serve (e.g. `status.phase`).
+    #[error("unsupported fieldRef path {path:?}")]
+    UnsupportedPath {
+        /// The path as written.
+        path: String,
+    },
+    /// A `resourceFieldRef` resource other than `limits.`/`requests.` of cpu, memory or
+    /// ephemeral-storage.
+    #[error("unsupported resource {resource:?}")]
+    UnsupportedResource {
+        /// The resource as written.
+        resource: String,
+    },
+    /// A `divisor` of zero or less, which would divide by zero or flip the sign.
+    #[error("divisor of {resource:?} must be positive")]
+    NonPositiveDivisor {
+        /// The resource the divisor belongs to.
+        resource: String,
+    },
+    /// The container's request or limit, or the divisor, is not a valid quantity.
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+}
+
 /// Whether wasmlet can resolve `path`; the error says why not.
-pub fn supported(path: &str) -> Result<(), String> {
+pub fn supported(path: &str) -> Result<(), FieldPathError> {
     match path {
         "metadata.name"
         | "metadata.namespace"
@@ -35,7 +67,7 @@ pub fn supported(path: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        _ => Err(format!("unsupported fieldRef path {path:?}")),
+        _ => Err(FieldPathError::UnsupportedPath { path: path.into() }),
     }
 }
 
@@ -89,15 +121,18 @@ pub fn resource_value(
     divisor: Option<&Quantity>,
     node_cpu_millis: i64,
     node_memory_bytes: i64,
-) -> Result<String, String> {
+) -> Result<String, FieldPathError> {
     let (requests, limits) = requests_and_limits(container.resources.as_ref());
+    let unsupported = || FieldPathError::UnsupportedResource {
+        resource: resource.into(),
+    };
     let (map, name) = match resource.split_once('.') {
         Some(("limits", name)) => (&limits, name),
         Some(("requests", name)) => (&requests, name),
-        _ => return Err(format!("unsupported resource {resource:?}")),
+        _ => return Err(unsupported()),
     };
     if !["cpu", "memory", "ephemeral-storage"].contains(&name) {
-        return Err(format!("unsupported resource {resource:?}"));
+        return Err(unsupported());
     }
     // In thousandths of the unit, so millicores and bytes share one path.
     let value = match map.get(name) {
@@ -113,7 +148,9 @@ pub fn resource_value(
         None => 1000,
     };
     if divisor <= 0 {
-        return Err(format!("divisor of {resource:?} must be positive"));
+        return Err(FieldPathError::NonPositiveDivisor {
+            resource: resource.into(),
+        });
     }
     Ok(((value + divisor - 1) / divisor).to_string())
 }
@@ -129,5 +166,33 @@ mod tests {
         assert!(supported("status.podIPs").is_ok());
         assert!(supported("status.phase").is_err());
         assert!(supported("metadata.labels").is_err());
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        assert_eq!(
+            supported("status.phase").unwrap_err().to_string(),
+            r#"unsupported fieldRef path "status.phase""#
+        );
+        let container = Container::default();
+        let text = |resource: &str, divisor: Option<&str>| {
+            let divisor = divisor.map(|d| Quantity(d.into()));
+            resource_value(&container, resource, divisor.as_ref(), 1000, 1)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            text("limits.gpu", None),
+            r#"unsupported resource "limits.gpu""#
+        );
+        assert_eq!(text("cpu", None), r#"unsupported resource "cpu""#);
+        assert_eq!(
+            text("limits.cpu", Some("0")),
+            r#"divisor of "limits.cpu" must be positive"#
+        );
+        assert_eq!(
+            text("limits.cpu", Some("1x")),
+            r#"quantity "1x" has unknown suffix "x""#
+        );
     }
 }

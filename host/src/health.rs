@@ -5,6 +5,26 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// The loops that are stalled; `/healthz` answers 500 with this text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .stalled.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct HealthError {
+    /// Each stalled loop, the SyncLoop first: never empty.
+    pub stalled: Vec<StalledLoop>,
+}
+
+/// One loop silent past its threshold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} was last seen active {silent:?} ago; threshold is {threshold:?}")]
+pub struct StalledLoop {
+    /// `syncloop` or `pleg`, as upstream's health checks name them.
+    pub name: &'static str,
+    /// How long since the loop last reported in.
+    pub silent: Duration,
+    /// The silence it is allowed.
+    pub threshold: Duration,
+}
+
 /// Last-seen times of the loops, shared by the loops and the HTTP server.
 #[derive(Debug)]
 pub struct Health {
@@ -32,33 +52,37 @@ impl Health {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// Called by the SyncLoop on every iteration, so `/healthz` knows it is not stuck.
     pub fn syncloop_alive(&self) {
         self.syncloop_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
+    /// Called by the PLEG after every relist, so `/healthz` knows it is not stuck.
     pub fn pleg_relisted(&self) {
         self.pleg_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
     /// `Ok` when both loops are live; otherwise which one is stuck and for how long.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), HealthError> {
         let now = self.now_ms();
-        let mut problems = Vec::new();
+        let mut stalled = Vec::new();
         for (name, last, threshold) in [
             ("syncloop", &self.syncloop_ms, self.syncloop_threshold),
             ("pleg", &self.pleg_ms, self.pleg_threshold),
         ] {
             let silent = Duration::from_millis(now.saturating_sub(last.load(Ordering::Relaxed)));
             if silent > threshold {
-                problems.push(format!(
-                    "{name} was last seen active {silent:?} ago; threshold is {threshold:?}"
-                ));
+                stalled.push(StalledLoop {
+                    name,
+                    silent,
+                    threshold,
+                });
             }
         }
-        if problems.is_empty() {
+        if stalled.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(HealthError { stalled })
         }
     }
 }
@@ -74,9 +98,26 @@ mod tests {
         health.pleg_relisted();
         assert!(health.check().is_ok());
         std::thread::sleep(Duration::from_millis(60));
-        let err = health.check().unwrap_err();
+        let err = health.check().unwrap_err().to_string();
         assert!(err.starts_with("syncloop was last seen active"), "{err}");
         health.syncloop_alive();
         assert!(health.check().is_ok());
+    }
+
+    #[test]
+    fn both_stalled_loops_are_named() {
+        let health = Health::new(Duration::ZERO, Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(5));
+        let err = health.check().unwrap_err();
+        let names: Vec<&str> = err.stalled.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["syncloop", "pleg"]);
+        let text = err.to_string();
+        let (first, second) = text.split_once("; ").expect("two problems");
+        assert!(
+            first.starts_with("syncloop was last seen active "),
+            "{text}"
+        );
+        assert!(first.ends_with(" ago; threshold is 0ns"), "{text}");
+        assert!(second.starts_with("pleg was last seen active "), "{text}");
     }
 }

@@ -41,7 +41,7 @@ pub enum SyncError {
     Runtime(#[from] CriError),
     /// The pod spec cannot be turned into a runtime config.
     #[error("cannot build the runtime config: {0}")]
-    Config(String),
+    Config(pod_config::ConfigError),
 }
 
 /// What every pod's runtime side shares: the runtime, the node's facts, the hook plugins.

@@ -23,7 +23,9 @@ pub const POST_START_LIMIT: Duration = Duration::from_secs(120);
 /// Why a hook failed: upstream's event reasons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookKind {
+    /// `postStart`: a failure kills the container, and its status says `PostStartHookError`.
     PostStart,
+    /// `preStop`: a failure is reported, and the container is stopped all the same.
     PreStop,
 }
 
@@ -35,6 +37,95 @@ impl HookKind {
             HookKind::PreStop => "FailedPreStopHook",
         }
     }
+}
+
+/// Why a hook failed. The text is upstream's, shown as the container's `PostStartHookError`
+/// message or logged with `FailedPreStopHook`, so it names the container, pod and handler.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// An `exec` handler with an empty command: the spec is wrong, not the container.
+    #[error("container {container:?}: lifecycle exec handler has no command")]
+    NoCommand {
+        /// The container whose handler it is.
+        container: String,
+    },
+    /// The `exec` handler's command ran and exited non-zero.
+    #[error(
+        "Exec lifecycle hook ({command:?}) for Container {container:?} in Pod {pod:?} failed - error: command {:?} exited with {exit_code}: {output}",
+        .command.join(" ")
+    )]
+    ExecExited {
+        /// The handler's command.
+        command: Vec<String>,
+        /// The container it ran in.
+        container: String,
+        /// The pod's full name.
+        pod: String,
+        /// The command's exit code.
+        exit_code: i32,
+        /// The start of its stdout and stderr, so the cause is visible in the status.
+        output: String,
+    },
+    /// The `exec` handler's command could not be run (or outlived the hook's time).
+    #[error(
+        "Exec lifecycle hook ({command:?}) for Container {container:?} in Pod {pod:?} failed - error: {source}"
+    )]
+    Exec {
+        /// The handler's command.
+        command: Vec<String>,
+        /// The container it was to run in.
+        container: String,
+        /// The pod's full name.
+        pod: String,
+        /// What the runtime said.
+        source: CriError,
+    },
+    /// The `httpGet` handler names a port or scheme that cannot be used.
+    #[error(transparent)]
+    InvalidHttpGet(#[from] crate::prober::spec::ProbeSpecError),
+    /// The `httpGet` request failed at the transport (any HTTP answer counts as success).
+    #[error(
+        "HTTP lifecycle hook ({url}) for Container {container:?} in Pod {pod:?} failed - error: {error}"
+    )]
+    Http {
+        /// The URL asked for.
+        url: String,
+        /// The container the handler belongs to.
+        container: String,
+        /// The pod's full name.
+        pod: String,
+        /// What the HTTP client said.
+        #[source]
+        error: crate::prober::http::GetError,
+    },
+    /// The blocking task that made the `httpGet` request panicked or was cancelled.
+    #[error("HTTP lifecycle hook ({url}): {source}")]
+    HttpTask {
+        /// The URL asked for.
+        url: String,
+        /// Why the task ended.
+        source: tokio::task::JoinError,
+    },
+    /// A handler with none of `exec`, `httpGet` or `sleep`.
+    #[error(
+        "container {container:?}: invalid lifecycle handler (exec, httpGet or sleep expected)"
+    )]
+    InvalidHandler {
+        /// The container whose handler it is.
+        container: String,
+    },
+    /// A `lifecycle-hooks` plugin refused or failed; the text names the plugin.
+    #[error("{0}")]
+    Plugin(String),
+    /// The blocking task that ran the hook plugins panicked or was cancelled.
+    #[error("hook plugin task: {0}")]
+    PluginTask(#[source] tokio::task::JoinError),
+    /// The preStop hooks used up the whole grace period.
+    #[error("PreStopHook did not finish within the grace period of {}s", .grace.as_secs())]
+    PreStopTimeout {
+        /// The grace period they had.
+        grace: Duration,
+    },
 }
 
 /// What the hooks of one pod may reach.
@@ -83,7 +174,7 @@ impl PodHooks {
 
     /// Runs the postStart hooks of `container` (started as `id`): the spec's handler, then
     /// every hooks plugin. The error is the message upstream shows (`PostStartHookError`).
-    pub async fn post_start(&self, container: &Container, id: &str) -> Result<(), String> {
+    pub async fn post_start(&self, container: &Container, id: &str) -> Result<(), HookError> {
         let deadline = Instant::now() + POST_START_LIMIT;
         if let Some(handler) = container
             .lifecycle
@@ -115,10 +206,7 @@ impl PodHooks {
         };
         let result = match tokio::time::timeout(grace, hooks).await {
             Ok(result) => result,
-            Err(_) => Err(format!(
-                "PreStopHook did not finish within the grace period of {}s",
-                grace.as_secs()
-            )),
+            Err(_) => Err(HookError::PreStopTimeout { grace }),
         };
         match result {
             Ok(()) if handler.is_some() => {
@@ -153,30 +241,31 @@ impl PodHooks {
         container: &Container,
         id: &str,
         deadline: Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), HookError> {
         let left = deadline.saturating_duration_since(Instant::now());
         let pod = self.pod_name();
         if let Some(action) = &handler.exec {
             let command = action.command.clone().unwrap_or_default();
             if command.is_empty() {
-                return Err(format!(
-                    "container {:?}: lifecycle exec handler has no command",
-                    container.name
-                ));
+                return Err(HookError::NoCommand {
+                    container: container.name.clone(),
+                });
             }
             return match self.cri.exec_sync(id, command.clone(), left).await {
                 Ok(r) if r.exit_code == 0 => Ok(()),
-                Ok(r) => Err(format!(
-                    "Exec lifecycle hook ({command:?}) for Container {:?} in Pod {pod:?} failed - error: command {:?} exited with {}: {}",
-                    container.name,
-                    command.join(" "),
-                    r.exit_code,
-                    exec::output(&r.stdout, &r.stderr)
-                )),
-                Err(error) => Err(format!(
-                    "Exec lifecycle hook ({command:?}) for Container {:?} in Pod {pod:?} failed - error: {error}",
-                    container.name
-                )),
+                Ok(r) => Err(HookError::ExecExited {
+                    output: exec::output(&r.stdout, &r.stderr),
+                    exit_code: r.exit_code,
+                    command,
+                    container: container.name.clone(),
+                    pod,
+                }),
+                Err(source) => Err(HookError::Exec {
+                    command,
+                    container: container.name.clone(),
+                    pod,
+                    source,
+                }),
             };
         }
         if let Some(get) = &handler.http_get {
@@ -188,11 +277,13 @@ impl PodHooks {
                 tokio::task::spawn_blocking(move || http::get(&action, &pod_ip, timeout)).await;
             return match answer {
                 Ok(Ok(_)) => Ok(()),
-                Ok(Err(error)) => Err(format!(
-                    "HTTP lifecycle hook ({url}) for Container {:?} in Pod {pod:?} failed - error: {error}",
-                    container.name
-                )),
-                Err(error) => Err(format!("HTTP lifecycle hook ({url}): {error}")),
+                Ok(Err(error)) => Err(HookError::Http {
+                    url,
+                    container: container.name.clone(),
+                    pod,
+                    error,
+                }),
+                Err(source) => Err(HookError::HttpTask { url, source }),
             };
         }
         if let Some(sleep) = &handler.sleep {
@@ -200,10 +291,9 @@ impl PodHooks {
             tokio::time::sleep(wait).await;
             return Ok(());
         }
-        Err(format!(
-            "container {:?}: invalid lifecycle handler (exec, httpGet or sleep expected)",
-            container.name
-        ))
+        Err(HookError::InvalidHandler {
+            container: container.name.clone(),
+        })
     }
 
     async fn run_plugins(
@@ -212,7 +302,7 @@ impl PodHooks {
         container: &str,
         id: &str,
         deadline: Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), HookError> {
         if !self.plugins.has(World::LifecycleHooks) {
             return Ok(());
         }
@@ -233,6 +323,79 @@ impl PodHooks {
             HookKind::PreStop => registry.pre_stop(&name, meta, scope),
         })
         .await
-        .unwrap_or_else(|error| Err(format!("hook plugin task: {error}")))
+        .map_err(HookError::PluginTask)?
+        .map_err(HookError::Plugin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// These texts are what `PostStartHookError` shows and what upstream prints.
+    #[test]
+    fn errors_read_as_before() {
+        let command = vec!["sh".to_string(), "-c".to_string(), "exit 3".to_string()];
+        let exited = HookError::ExecExited {
+            command: command.clone(),
+            container: "web".into(),
+            pod: "web-node_default(uid)".into(),
+            exit_code: 3,
+            output: "boom".into(),
+        };
+        assert_eq!(
+            exited.to_string(),
+            r#"Exec lifecycle hook (["sh", "-c", "exit 3"]) for Container "web" in Pod "web-node_default(uid)" failed - error: command "sh -c exit 3" exited with 3: boom"#
+        );
+        let exec = HookError::Exec {
+            command,
+            container: "web".into(),
+            pod: "p".into(),
+            source: CriError::Timeout {
+                rpc: "ExecSync",
+                after: Duration::from_secs(1),
+            },
+        };
+        assert_eq!(
+            exec.to_string(),
+            r#"Exec lifecycle hook (["sh", "-c", "exit 3"]) for Container "web" in Pod "p" failed - error: CRI ExecSync timed out after 1s"#
+        );
+        let http = HookError::Http {
+            url: "http://10.0.0.1:80/".into(),
+            container: "web".into(),
+            pod: "p".into(),
+            error: crate::prober::http::GetError::TooManyRedirects {
+                url: "http://10.0.0.1:80/loop".into(),
+            },
+        };
+        assert_eq!(
+            http.to_string(),
+            r#"HTTP lifecycle hook (http://10.0.0.1:80/) for Container "web" in Pod "p" failed - error: Get "http://10.0.0.1:80/loop": stopped after 10 redirects"#
+        );
+        assert_eq!(
+            HookError::NoCommand {
+                container: "web".into()
+            }
+            .to_string(),
+            r#"container "web": lifecycle exec handler has no command"#
+        );
+        assert_eq!(
+            HookError::InvalidHandler {
+                container: "web".into()
+            }
+            .to_string(),
+            r#"container "web": invalid lifecycle handler (exec, httpGet or sleep expected)"#
+        );
+        assert_eq!(
+            HookError::PreStopTimeout {
+                grace: Duration::from_millis(30_500)
+            }
+            .to_string(),
+            "PreStopHook did not finish within the grace period of 30s"
+        );
+        assert_eq!(
+            HookError::Plugin("plugin x: no".into()).to_string(),
+            "plugin x: no"
+        );
     }
 }

@@ -11,24 +11,33 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogOptions {
+    /// `tailLines`: only the last N lines, so a long log is not sent whole.
     pub tail_lines: Option<u64>,
+    /// `sinceSeconds`: only lines newer than this many seconds.
     pub since_seconds: Option<u64>,
+    /// `timestamps`: keep the runtime's RFC3339Nano timestamp in front of each line.
     #[serde(default)]
     pub timestamps: bool,
+    /// `previous`: the log of the container's previous instance, to see why it crashed.
     #[serde(default)]
     pub previous: bool,
+    /// `follow`: keep the response open and stream new lines as they are written.
     #[serde(default)]
     pub follow: bool,
+    /// `limitBytes`: stop after this many bytes.
     pub limit_bytes: Option<u64>,
 }
 
 /// One line of a CRI log file: `<RFC3339Nano> <stream> <P|F> <content>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine<'a> {
+    /// When the runtime wrote the line (RFC3339Nano), used for `sinceSeconds` and `timestamps`.
     pub timestamp: &'a str,
+    /// `stdout` or `stderr`.
     pub stream: &'a str,
     /// `P`: the line continues in the next entry (the runtime split a long line).
     pub partial: bool,
+    /// The text, without the trailing newline.
     pub content: &'a str,
 }
 

@@ -9,13 +9,16 @@ use prometheus_client::registry::Registry;
 /// Which plugin (or `built-in`) made a GC decision.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PluginLabels {
+    /// The plugin's name from the plugin config, or `built-in` when no plugin decided.
     pub plugin: String,
 }
 
 /// An eviction, by the signal that caused it and the plugin that ranked it.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvictionLabels {
+    /// The upstream signal name (`memory.available`), as the Evicted event reports it.
     pub eviction_signal: String,
+    /// The plugin that ranked the pods, or `built-in`.
     pub plugin: String,
 }
 

@@ -11,16 +11,24 @@ use std::time::SystemTime;
 /// What does not change while the node runs.
 #[derive(Debug, Clone)]
 pub struct NodeFacts {
+    /// The node's name, as pods' `spec.nodeName` names it.
     pub name: String,
+    /// The node's InternalIP address.
     pub ip: String,
+    /// Capacity and allocatable `pods`: how many pods admission lets in.
     pub max_pods: i64,
+    /// The machine's memory, for capacity and allocatable `memory`.
     pub memory_capacity_bytes: i64,
+    /// The machine's CPUs in millicores, for capacity and allocatable `cpu`.
     pub cpu_capacity_millis: i64,
+    /// Size of the filesystem holding the root dir, for `ephemeral-storage`.
     pub nodefs_capacity_bytes: i64,
     /// Hard eviction thresholds taken off capacity for allocatable (upstream's formula with
     /// no reserved resources).
     pub memory_hard_threshold_bytes: i64,
+    /// The `nodefs.available` hard threshold in bytes, taken off `ephemeral-storage`.
     pub nodefs_hard_threshold_bytes: i64,
+    /// The CRI runtime's name (`containerd`), for `nodeInfo.containerRuntimeVersion`.
     pub runtime_version: String,
 }
 

@@ -23,17 +23,27 @@ pub const CHANNEL_CAPACITY: usize = 1000;
 /// What happened to a container (or sandbox) between two relists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlegEventKind {
+    /// The container is running now and was not at the last relist.
     ContainerStarted,
+    /// The container exited (or vanished while running): its pod is synced to restart it or
+    /// finish.
     ContainerDied,
+    /// The container is gone from the runtime (removed after it exited).
     ContainerRemoved,
+    /// The container is created or in an unknown state; kept as upstream has it, but not
+    /// sent to the SyncLoop, since there is nothing to act on yet.
     ContainerChanged,
 }
 
 /// A lifecycle event of one pod's container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlegEvent {
+    /// The pod the container belongs to, from its UID label: the SyncLoop wakes that pod's
+    /// worker.
     pub pod_uid: String,
+    /// The runtime's container (or sandbox) ID.
     pub container_id: String,
+    /// What happened to it.
     pub kind: PlegEventKind,
     /// For an exit reported by containerd's event before CRI has recorded it: what the event
     /// says, so status can show the exit at once.
@@ -43,9 +53,11 @@ pub struct PlegEvent {
 /// An exit as containerd's task event reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExitHint {
+    /// The process's exit status, shown in the container's terminated state.
     pub exit_code: i32,
     /// Unix nanoseconds.
     pub finished_at: i64,
+    /// containerd saw an OOM event for the container before it exited.
     pub oom_killed: bool,
 }
 
@@ -117,6 +129,8 @@ pub struct Pleg {
 }
 
 impl Pleg {
+    /// Watches only the sandboxes and containers labelled with `node_name`, so several agents
+    /// can share a runtime.
     pub fn new(
         cri: CriClient,
         node_name: &str,

@@ -7,7 +7,7 @@ pub(crate) mod qos;
 mod quantity;
 
 pub use qos::{pod_qos, qos_class, QosClass};
-pub use quantity::{bytes, cpu_millis, parse_milli};
+pub use quantity::{bytes, cpu_millis, parse_milli, QuantityError};
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -6,9 +6,13 @@ use crate::cri::{api, labels, CriClient, CriError, Labels};
 /// One pod sandbox.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
+    /// The runtime's sandbox ID, which containers are created in.
     pub id: String,
+    /// The sandbox is ready: its network is up and containers can be started in it.
     pub ready: bool,
+    /// How many sandboxes were made for this pod before; the next one gets `attempt + 1`.
     pub attempt: u32,
+    /// Unix nanoseconds; orders the sandboxes so the newest is the current one.
     pub created_at: i64,
     /// Pod IPs, primary first (empty for a sandbox that is not ready).
     pub ips: Vec<String>,
@@ -17,7 +21,9 @@ pub struct Sandbox {
 /// Sandboxes (newest first) and containers (newest first) of a pod.
 #[derive(Debug, Clone, Default)]
 pub struct PodRuntimeStatus {
+    /// The pod's sandboxes, newest first: the first is the one containers run in.
     pub sandboxes: Vec<Sandbox>,
+    /// Every container of the pod the runtime still holds, including exited ones.
     pub containers: Vec<api::ContainerStatus>,
 }
 

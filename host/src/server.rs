@@ -19,13 +19,22 @@ use tokio::sync::watch;
 /// What the handlers read.
 #[derive(Clone)]
 pub struct ServerState {
+    /// The pods with their current status, for `/pods`.
     pub store: Arc<StatusStore>,
+    /// Whether the PLEG and SyncLoop are alive, for `/healthz`.
     pub health: Arc<Health>,
+    /// The static pod source's last scan, for `/manifests`: which file became which pod and
+    /// which were refused.
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
+    /// Where the CRI log files are, for `/containerLogs`.
     pub pod_logs_dir: std::path::PathBuf,
+    /// The loaded plugins and what they did, for `/plugins`.
     pub plugins: Arc<crate::plugin::PluginRegistry>,
+    /// The node's own counters, for `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The node's pressure conditions and observations, for `/node` and `/evictions`.
     pub pressure: Arc<crate::eviction::NodePressure>,
+    /// The last eviction decisions, for `/evictions`.
     pub evictions: Arc<crate::eviction::DecisionLog>,
     /// Set once the runtime has answered (the Node names its version).
     pub node: Arc<std::sync::OnceLock<crate::node_status::NodeFacts>>,
@@ -93,7 +102,7 @@ async fn pods(State(state): State<ServerState>) -> Json<k8s_openapi::List<Pod>> 
 async fn healthz(State(state): State<ServerState>) -> Response {
     match state.health.check() {
         Ok(()) => (StatusCode::OK, "ok").into_response(),
-        Err(problem) => (StatusCode::INTERNAL_SERVER_ERROR, problem).into_response(),
+        Err(problem) => (StatusCode::INTERNAL_SERVER_ERROR, problem.to_string()).into_response(),
     }
 }
 

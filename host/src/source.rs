@@ -18,7 +18,9 @@ use tracing::{debug, info, warn};
 /// A pod read from a manifest file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaticPod {
+    /// The manifest it came from, so `/manifests` and errors can name it.
     pub file: PathBuf,
+    /// The pod as the manifest defines it, with upstream's defaults, UID and node name filled in.
     pub pod: Pod,
 }
 
@@ -32,7 +34,9 @@ impl StaticPod {
 /// A manifest that could not be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ManifestError {
+    /// The manifest that was refused.
     pub file: PathBuf,
+    /// Why, in words the author can act on.
     pub message: String,
 }
 
@@ -48,7 +52,9 @@ pub struct SourceSnapshot {
     /// Whether the source has completed a scan (upstream's `sourcesReady`): orphan cleanup
     /// waits for it so a restart never kills pods whose manifests were not read yet.
     pub ready: bool,
+    /// The pods the usable manifests defined.
     pub pods: Vec<StaticPod>,
+    /// The manifests that were refused, kept so `/manifests` shows them.
     pub errors: Vec<ManifestError>,
 }
 

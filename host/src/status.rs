@@ -16,23 +16,32 @@ use std::sync::Mutex;
 /// Why a container is not running although the pod wants it (CrashLoopBackOff, ErrImagePull…).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
+    /// The upstream reason (`CrashLoopBackOff`), which tools match on.
     pub reason: String,
+    /// The detail a person reads: the back-off, the pull error, the config error.
     pub message: String,
 }
 
 /// Everything the status is computed from.
 pub struct StatusInput<'a> {
+    /// The pod as its source defines it: which containers it should have.
     pub pod: &'a Pod,
+    /// What the runtime holds for the pod now.
     pub runtime: &'a PodRuntimeStatus,
     /// Container name -> why it waits, as decided by the last sync.
     pub waiting: &'a HashMap<String, Waiting>,
     /// Container name -> what its probes say of its running container; a running container
     /// without an entry has no probes: it is started and ready.
     pub probes: &'a HashMap<String, crate::prober::ProbeView>,
+    /// The node's IP, the pod's IP when it uses the host network.
     pub host_ip: &'a str,
     /// Prefix of container IDs (`containerd`).
     pub runtime_name: &'a str,
+    /// `status.startTime`: when the pod's first sandbox was created (or first synced), so it
+    /// survives a wasmlet restart.
     pub start_time: Option<Time>,
+    /// The status last written, so condition transition times and a stopped sandbox's IPs
+    /// carry over.
     pub previous: Option<&'a PodStatus>,
     /// Whether the pod will run no more containers (its worker finished it).
     pub terminal: bool,

@@ -8,14 +8,24 @@ use std::time::SystemTime;
 /// Why a view could not be shown.
 #[derive(Debug, thiserror::Error)]
 pub enum ViewError {
+    /// The node did not answer, or answered with an error status: is it running, on that port?
     #[error("GET {url}: {message}")]
-    Http { url: String, message: String },
+    Http {
+        /// The URL asked for, so the port in it can be checked.
+        url: String,
+        /// What the HTTP client or the node said.
+        message: String,
+    },
+    /// The node answered with something other than what the view expects (another version?).
     #[error("GET {url}: unexpected answer: {source}")]
     Decode {
+        /// The URL asked for.
         url: String,
+        /// Where the JSON did not fit.
         #[source]
         source: serde_json::Error,
     },
+    /// The terminal (or pipe) the view is written to failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }

@@ -5,7 +5,8 @@
 //! `<root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
 
 use crate::cri::api;
-use crate::resources;
+use crate::fieldpath::FieldPathError;
+use crate::resources::{self, QuantityError};
 use k8s_openapi::api::core::v1::{Container, Pod, Volume};
 use std::collections::HashMap;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -13,11 +14,145 @@ use std::path::{Component, Path, PathBuf};
 
 /// Why a volume could not be set up; shown in the waiting containers' status, as upstream's
 /// `FailedMount` events read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("MountVolume.SetUp failed for volume {volume:?}: {reason}")]
 pub struct VolumeError {
+    /// The volume's name in the pod spec.
     pub volume: String,
-    pub reason: String,
+    /// What went wrong and, where it can, what to change.
+    pub reason: VolumeProblem,
+}
+
+/// What went wrong with one volume: a spec the node cannot serve, or the host refusing.
+#[derive(Debug, thiserror::Error)]
+pub enum VolumeProblem {
+    /// A downward API item path that is absolute or climbs out with `..`.
+    #[error("item path {path:?} must be relative without '..'")]
+    InvalidItemPath {
+        /// The item's path as written.
+        path: String,
+    },
+    /// A downward API `fieldRef` path a volume cannot carry.
+    #[error("unsupported fieldRef {path:?} in a downward API volume")]
+    UnsupportedFieldRef {
+        /// The field path as written.
+        path: String,
+    },
+    /// A `resourceFieldRef` naming a container the pod does not have.
+    #[error("resourceFieldRef names no container {container:?}")]
+    NoSuchContainer {
+        /// The container name as written.
+        container: String,
+    },
+    /// A `resourceFieldRef` that cannot be resolved.
+    #[error(transparent)]
+    ResourceFieldRef(#[from] FieldPathError),
+    /// A downward API item with neither `fieldRef` nor `resourceFieldRef`.
+    #[error("item {path:?} has neither fieldRef nor resourceFieldRef")]
+    NoItemSource {
+        /// The item's path as written.
+        path: String,
+    },
+    /// A path or mount option with a NUL byte, which `mount(2)` cannot take.
+    #[error("{0}")]
+    NulByte(#[from] std::ffi::NulError),
+    /// The kernel refused the tmpfs of a `medium: Memory` emptyDir.
+    #[error("mount tmpfs on {}: {source}", .path.display())]
+    MountTmpfs {
+        /// The mount point.
+        path: PathBuf,
+        /// What `mount(2)` said.
+        source: std::io::Error,
+    },
+    /// A hostPath that exists but is not of the `type` the spec asks for.
+    #[error("hostPath type check failed: {} is not a {want}", .path.display())]
+    HostPathWrongType {
+        /// The host path.
+        path: PathBuf,
+        /// What the spec's `type` wants (`directory`, `socket`, ...).
+        want: &'static str,
+    },
+    /// A hostPath whose `type` requires it to exist, and it does not.
+    #[error("hostPath type check failed: {} does not exist", .path.display())]
+    HostPathMissing {
+        /// The host path.
+        path: PathBuf,
+    },
+    /// `DirectoryOrCreate` could not create the directory.
+    #[error("cannot create directory {}: {source}", .path.display())]
+    HostPathCreateDirectory {
+        /// The host path.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// `FileOrCreate` could not create the file.
+    #[error("cannot create file {}: {source}", .path.display())]
+    HostPathCreateFile {
+        /// The host path.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// A hostPath `type` Kubernetes does not define.
+    #[error("unknown hostPath type {kind:?}")]
+    UnknownHostPathType {
+        /// The type as written.
+        kind: String,
+    },
+    /// The volume's directory under the root dir could not be created.
+    #[error("cannot create {}: {source}", .path.display())]
+    CreateDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// An emptyDir `sizeLimit` that is not a valid quantity.
+    #[error("sizeLimit: {0}")]
+    SizeLimit(#[source] QuantityError),
+    /// An emptyDir could not be made writable for every container user.
+    #[error("cannot set permissions on {}: {source}", .path.display())]
+    SetPermissions {
+        /// The directory.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// A downward API volume's files could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The volume's directory.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// A volume type the node cannot serve; the text says why and what is supported.
+    #[error("{0}")]
+    Unsupported(&'static str),
+    /// A `volumeMount` naming a volume the pod does not declare.
+    #[error("no such volume in the pod")]
+    NoSuchVolume,
+    /// A `subPath` that is absolute or climbs out of the volume.
+    #[error("subPath {sub_path:?} must be a relative path inside the volume")]
+    InvalidSubPath {
+        /// The subPath as written.
+        sub_path: String,
+    },
+    /// A missing `subPath` could not be created.
+    #[error("cannot create subPath {}: {source}", .path.display())]
+    CreateSubPath {
+        /// The subPath's host path.
+        path: PathBuf,
+        /// What the filesystem said.
+        source: std::io::Error,
+    },
+    /// A `mountPropagation` other than None, HostToContainer or Bidirectional.
+    #[error("unknown mountPropagation {propagation:?}")]
+    UnknownPropagation {
+        /// The propagation as written.
+        propagation: String,
+    },
 }
 
 /// The directory of a pod's data under the root dir.
@@ -69,15 +204,14 @@ fn downward_files(
     items: &[k8s_openapi::api::core::v1::DownwardAPIVolumeFile],
     default_mode: Option<i32>,
     node_memory_bytes: i64,
-) -> Result<Vec<(String, String, u32)>, String> {
+) -> Result<Vec<(String, String, u32)>, VolumeProblem> {
     let meta = &pod.metadata;
     let mut files = Vec::new();
     for item in items {
         if !valid_sub_path(&item.path) {
-            return Err(format!(
-                "item path {:?} must be relative without '..'",
-                item.path
-            ));
+            return Err(VolumeProblem::InvalidItemPath {
+                path: item.path.clone(),
+            });
         }
         let content = if let Some(field) = &item.field_ref {
             match field.field_path.as_str() {
@@ -106,9 +240,7 @@ fn downward_files(
                             .cloned()
                             .unwrap_or_default()
                     } else {
-                        return Err(format!(
-                            "unsupported fieldRef {path:?} in a downward API volume"
-                        ));
+                        return Err(VolumeProblem::UnsupportedFieldRef { path: path.into() });
                     }
                 }
             }
@@ -123,7 +255,9 @@ fn downward_files(
                         .chain(s.init_containers.iter().flatten())
                         .find(|c| c.name == name)
                 })
-                .ok_or_else(|| format!("resourceFieldRef names no container {name:?}"))?;
+                .ok_or_else(|| VolumeProblem::NoSuchContainer {
+                    container: name.into(),
+                })?;
             crate::fieldpath::resource_value(
                 container,
                 &resource.resource,
@@ -132,10 +266,9 @@ fn downward_files(
                 node_memory_bytes,
             )?
         } else {
-            return Err(format!(
-                "item {:?} has neither fieldRef nor resourceFieldRef",
-                item.path
-            ));
+            return Err(VolumeProblem::NoItemSource {
+                path: item.path.clone(),
+            });
         };
         let mode = item.mode.or(default_mode).unwrap_or(0o644) as u32;
         files.push((item.path.clone(), content, mode));
@@ -207,16 +340,16 @@ fn is_mounted(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn mount_tmpfs(path: &Path, size_bytes: i64) -> Result<(), String> {
+fn mount_tmpfs(path: &Path, size_bytes: i64) -> Result<(), VolumeProblem> {
     use std::ffi::CString;
-    let target = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    let target = CString::new(path.as_os_str().as_encoded_bytes())?;
     let options = if size_bytes > 0 {
         format!("mode=0777,size={size_bytes}")
     } else {
         "mode=0777".into()
     };
-    let options = CString::new(options).map_err(|e| e.to_string())?;
-    let fstype = CString::new("tmpfs").map_err(|e| e.to_string())?;
+    let options = CString::new(options)?;
+    let fstype = CString::new("tmpfs")?;
     // SAFETY: all pointers are valid NUL-terminated strings that outlive the call.
     let rc = unsafe {
         libc::mount(
@@ -230,11 +363,10 @@ fn mount_tmpfs(path: &Path, size_bytes: i64) -> Result<(), String> {
     if rc == 0 {
         Ok(())
     } else {
-        Err(format!(
-            "mount tmpfs on {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ))
+        Err(VolumeProblem::MountTmpfs {
+            path: path.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        })
     }
 }
 
@@ -261,16 +393,16 @@ fn pod_memory_limit(pod: &Pod) -> i64 {
     total
 }
 
-fn host_path_check(path: &Path, kind: &str) -> Result<(), String> {
+fn host_path_check(path: &Path, kind: &str) -> Result<(), VolumeProblem> {
     let meta = std::fs::metadata(path);
-    let shown = path.display();
-    let exists_as = |want: &str, ok: bool| {
+    let exists_as = |want: &'static str, ok: bool| {
         if ok {
             Ok(())
         } else {
-            Err(format!(
-                "hostPath type check failed: {shown} is not a {want}"
-            ))
+            Err(VolumeProblem::HostPathWrongType {
+                path: path.to_path_buf(),
+                want,
+            })
         }
     };
     match kind {
@@ -281,7 +413,10 @@ fn host_path_check(path: &Path, kind: &str) -> Result<(), String> {
                 .and_then(|()| {
                     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
                 })
-                .map_err(|e| format!("cannot create directory {shown}: {e}")),
+                .map_err(|source| VolumeProblem::HostPathCreateDirectory {
+                    path: path.to_path_buf(),
+                    source,
+                }),
         },
         "FileOrCreate" => match meta {
             Ok(m) => exists_as("file", m.is_file()),
@@ -290,11 +425,15 @@ fn host_path_check(path: &Path, kind: &str) -> Result<(), String> {
                 .append(true)
                 .open(path)
                 .and_then(|f| f.set_permissions(std::fs::Permissions::from_mode(0o644)))
-                .map_err(|e| format!("cannot create file {shown}: {e}")),
+                .map_err(|source| VolumeProblem::HostPathCreateFile {
+                    path: path.to_path_buf(),
+                    source,
+                }),
         },
         "Directory" | "File" | "Socket" | "CharDevice" | "BlockDevice" => {
-            let m =
-                meta.map_err(|_| format!("hostPath type check failed: {shown} does not exist"))?;
+            let m = meta.map_err(|_| VolumeProblem::HostPathMissing {
+                path: path.to_path_buf(),
+            })?;
             let t = m.file_type();
             match kind {
                 "Directory" => exists_as("directory", t.is_dir()),
@@ -304,7 +443,7 @@ fn host_path_check(path: &Path, kind: &str) -> Result<(), String> {
                 _ => exists_as("block device", t.is_block_device()),
             }
         }
-        other => Err(format!("unknown hostPath type {other:?}")),
+        other => Err(VolumeProblem::UnknownHostPathType { kind: other.into() }),
     }
 }
 
@@ -319,19 +458,23 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
         .into_iter()
         .flatten()
     {
-        let fail = |reason: String| VolumeError {
+        let fail = |reason: VolumeProblem| VolumeError {
             volume: volume.name.clone(),
             reason,
         };
         if let Some(empty) = &volume.empty_dir {
             let path = empty_dir_path(root_dir, uid, &volume.name);
-            std::fs::create_dir_all(&path)
-                .map_err(|e| fail(format!("cannot create {}: {e}", path.display())))?;
+            std::fs::create_dir_all(&path).map_err(|source| {
+                fail(VolumeProblem::CreateDirectory {
+                    path: path.clone(),
+                    source,
+                })
+            })?;
             if empty.medium.as_deref() == Some("Memory") {
                 if !is_mounted(&path) {
                     let size = match &empty.size_limit {
                         Some(q) => {
-                            resources::bytes(q).map_err(|e| fail(format!("sizeLimit: {e}")))?
+                            resources::bytes(q).map_err(|e| fail(VolumeProblem::SizeLimit(e)))?
                         }
                         None => pod_memory_limit(pod),
                     };
@@ -339,7 +482,12 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
                 }
             } else {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).map_err(
-                    |e| fail(format!("cannot set permissions on {}: {e}", path.display())),
+                    |source| {
+                        fail(VolumeProblem::SetPermissions {
+                            path: path.clone(),
+                            source,
+                        })
+                    },
                 )?;
             }
             paths.insert(volume.name.clone(), path);
@@ -359,8 +507,12 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
                 crate::machine::machine_memory_bytes(),
             )
             .map_err(fail)?;
-            atomic_write(&dir, &files)
-                .map_err(|e| fail(format!("cannot write {}: {e}", dir.display())))?;
+            atomic_write(&dir, &files).map_err(|source| {
+                fail(VolumeProblem::Write {
+                    path: dir.clone(),
+                    source,
+                })
+            })?;
             paths.insert(volume.name.clone(), dir);
         } else if let (Some(projected), None) = (&volume.projected, unsupported(volume)) {
             let dir = pod_dir(root_dir, uid)
@@ -380,11 +532,15 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
                 crate::machine::machine_memory_bytes(),
             )
             .map_err(fail)?;
-            atomic_write(&dir, &files)
-                .map_err(|e| fail(format!("cannot write {}: {e}", dir.display())))?;
+            atomic_write(&dir, &files).map_err(|source| {
+                fail(VolumeProblem::Write {
+                    path: dir.clone(),
+                    source,
+                })
+            })?;
             paths.insert(volume.name.clone(), dir);
         } else if let Some(reason) = unsupported(volume) {
-            return Err(fail(reason.into()));
+            return Err(fail(VolumeProblem::Unsupported(reason)));
         }
     }
     Ok(paths)
@@ -406,28 +562,28 @@ pub fn mounts(
 ) -> Result<Vec<api::Mount>, VolumeError> {
     let mut out = Vec::new();
     for mount in container.volume_mounts.iter().flatten() {
-        let fail = |reason: String| VolumeError {
+        let fail = |reason: VolumeProblem| VolumeError {
             volume: mount.name.clone(),
             reason,
         };
         let base = volumes
             .get(&mount.name)
-            .ok_or_else(|| fail("no such volume in the pod".into()))?;
+            .ok_or_else(|| fail(VolumeProblem::NoSuchVolume))?;
         let mut host_path = base.clone();
         if let Some(sub) = mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
             if !valid_sub_path(sub) {
-                return Err(fail(format!(
-                    "subPath {sub:?} must be a relative path inside the volume"
-                )));
+                return Err(fail(VolumeProblem::InvalidSubPath {
+                    sub_path: sub.into(),
+                }));
             }
             host_path = base.join(sub);
             if !host_path.exists() {
                 // As upstream: a missing subPath is created as a directory.
-                std::fs::create_dir_all(&host_path).map_err(|e| {
-                    fail(format!(
-                        "cannot create subPath {}: {e}",
-                        host_path.display()
-                    ))
+                std::fs::create_dir_all(&host_path).map_err(|source| {
+                    fail(VolumeProblem::CreateSubPath {
+                        path: host_path.clone(),
+                        source,
+                    })
                 })?;
             }
         }
@@ -435,7 +591,11 @@ pub fn mounts(
             None | Some("None") => api::MountPropagation::PropagationPrivate,
             Some("HostToContainer") => api::MountPropagation::PropagationHostToContainer,
             Some("Bidirectional") => api::MountPropagation::PropagationBidirectional,
-            Some(other) => return Err(fail(format!("unknown mountPropagation {other:?}"))),
+            Some(other) => {
+                return Err(fail(VolumeProblem::UnknownPropagation {
+                    propagation: other.into(),
+                }))
+            }
         };
         out.push(api::Mount {
             container_path: mount.mount_path.clone(),
@@ -479,6 +639,7 @@ pub fn cleanup(root_dir: &Path, uid: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, ResourceFieldSelector};
 
     #[test]
     fn host_path_types_are_checked() {
@@ -486,18 +647,21 @@ mod tests {
         let missing = dir.path().join("missing");
         assert!(host_path_check(&missing, "File")
             .unwrap_err()
+            .to_string()
             .contains("does not exist"));
         assert!(host_path_check(&missing, "Directory").is_err());
         host_path_check(&missing, "DirectoryOrCreate").unwrap();
         assert!(missing.is_dir());
         assert!(host_path_check(&missing, "File")
             .unwrap_err()
+            .to_string()
             .contains("is not a file"));
         let file = dir.path().join("f");
         host_path_check(&file, "FileOrCreate").unwrap();
         assert!(file.is_file());
         assert!(host_path_check(&file, "Socket")
             .unwrap_err()
+            .to_string()
             .contains("is not a socket"));
         assert!(host_path_check(&file, "Sideways").is_err());
     }
@@ -549,5 +713,45 @@ mod tests {
         assert!(!valid_sub_path("../etc"));
         assert!(!valid_sub_path("/etc"));
         assert!(!valid_sub_path("a/../../b"));
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let error = VolumeError {
+            volume: "data".into(),
+            reason: VolumeProblem::InvalidSubPath {
+                sub_path: "../x".into(),
+            },
+        };
+        assert_eq!(
+            error.to_string(),
+            r#"MountVolume.SetUp failed for volume "data": subPath "../x" must be a relative path inside the volume"#
+        );
+        let missing = Path::new("/nonexistent/wasmlet-test");
+        assert_eq!(
+            host_path_check(missing, "Socket").unwrap_err().to_string(),
+            "hostPath type check failed: /nonexistent/wasmlet-test does not exist"
+        );
+        assert_eq!(
+            host_path_check(missing, "Sideways")
+                .unwrap_err()
+                .to_string(),
+            r#"unknown hostPath type "Sideways""#
+        );
+        let no_container = DownwardAPIVolumeFile {
+            path: "cpu".into(),
+            resource_field_ref: Some(ResourceFieldSelector {
+                container_name: Some("nope".into()),
+                resource: "limits.cpu".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            downward_files(&Pod::default(), &[no_container], None, 1)
+                .unwrap_err()
+                .to_string(),
+            r#"resourceFieldRef names no container "nope""#
+        );
     }
 }

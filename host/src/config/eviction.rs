@@ -4,6 +4,7 @@
 
 use super::duration;
 use super::kubelet::KubeletConfiguration;
+use crate::resources::QuantityError;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use wasmlet_policy_default::Signal;
@@ -11,6 +12,7 @@ use wasmlet_policy_default::Signal;
 /// A threshold's quantity: absolute (bytes, inodes or PIDs) or a share of the capacity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ThresholdValue {
+    /// An absolute amount in the signal's unit.
     Quantity(i64),
     /// A fraction of capacity in `[0, 1]`.
     Percentage(f64),
@@ -29,7 +31,9 @@ impl ThresholdValue {
 /// One eviction threshold: met when the signal's available amount drops below `value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Threshold {
+    /// The resource whose availability is watched.
     pub signal: Signal,
+    /// The availability below which the threshold is met.
     pub value: ThresholdValue,
     /// Zero for a hard threshold; how long a soft one must hold before it evicts.
     pub grace_period: Duration,
@@ -75,30 +79,62 @@ fn signal(field: &str, name: &str) -> Result<Signal, (String, String)> {
         })
 }
 
+/// Why a threshold value (`"10%"`, `"100Mi"`) was refused; the config error names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThresholdValueError {
+    /// A `%` suffix after something that is not a number.
+    #[error("{text:?} is not a percentage")]
+    NotAPercentage {
+        /// The value as written.
+        text: String,
+    },
+    /// A percentage below 0% or above 100%, which no capacity can meet.
+    #[error("{text:?} must be between 0% and 100%")]
+    PercentageOutOfRange {
+        /// The value as written.
+        text: String,
+    },
+    /// Neither a percentage nor a valid quantity.
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+    /// A negative quantity, which would never be met.
+    #[error("{text:?} must not be negative")]
+    Negative {
+        /// The value as written.
+        text: String,
+    },
+    /// A quantity past what 64-bit byte counts hold.
+    #[error("{text:?} is too large")]
+    TooLarge {
+        /// The value as written.
+        text: String,
+    },
+}
+
 /// Parses `"10%"` or a quantity (`"100Mi"`, `"5000"`).
-pub fn parse_value(text: &str) -> Result<ThresholdValue, String> {
+pub fn parse_value(text: &str) -> Result<ThresholdValue, ThresholdValueError> {
     let text = text.trim();
     if let Some(number) = text.strip_suffix('%') {
         let percent: f64 = number
             .trim()
             .parse()
-            .map_err(|_| format!("{text:?} is not a percentage"))?;
+            .map_err(|_| ThresholdValueError::NotAPercentage { text: text.into() })?;
         if !(0.0..=100.0).contains(&percent) {
-            return Err(format!("{text:?} must be between 0% and 100%"));
+            return Err(ThresholdValueError::PercentageOutOfRange { text: text.into() });
         }
         return Ok(ThresholdValue::Percentage(percent / 100.0));
     }
     let milli = crate::resources::parse_milli(text)?;
     if milli < 0 {
-        return Err(format!("{text:?} must not be negative"));
+        return Err(ThresholdValueError::Negative { text: text.into() });
     }
-    let value =
-        i64::try_from((milli + 999) / 1000).map_err(|_| format!("{text:?} is too large"))?;
+    let value = i64::try_from((milli + 999) / 1000)
+        .map_err(|_| ThresholdValueError::TooLarge { text: text.into() })?;
     Ok(ThresholdValue::Quantity(value))
 }
 
 fn value_of(field: &str, name: &str, text: &str) -> Result<ThresholdValue, (String, String)> {
-    parse_value(text).map_err(|why| (format!("{field}.{name}"), why))
+    parse_value(text).map_err(|why| (format!("{field}.{name}"), why.to_string()))
 }
 
 /// Every threshold the configuration asks for, hard ones first; the error names the field.
@@ -132,7 +168,7 @@ pub fn thresholds(config: &KubeletConfiguration) -> Result<Vec<Threshold>, (Stri
             )
         })?;
         let grace = duration::parse(grace)
-            .map_err(|why| (format!("evictionSoftGracePeriod.{name}"), why))?;
+            .map_err(|why| (format!("evictionSoftGracePeriod.{name}"), why.to_string()))?;
         if grace.is_zero() {
             return Err((
                 format!("evictionSoftGracePeriod.{name}"),
@@ -211,5 +247,19 @@ mod tests {
         assert_eq!(err.0, "evictionHard.nodefs.available");
         let err = thresholds(&config("evictionHard: {memory.available: lots}\n")).unwrap_err();
         assert!(err.1.contains("lots"), "{}", err.1);
+    }
+
+    #[test]
+    fn value_errors_read_as_before() {
+        let text = |v: &str| parse_value(v).unwrap_err().to_string();
+        assert_eq!(text("x%"), r#""x%" is not a percentage"#);
+        assert_eq!(text("120%"), r#""120%" must be between 0% and 100%"#);
+        assert_eq!(text("-1Mi"), r#""-1Mi" must not be negative"#);
+        assert_eq!(
+            text("10E"),
+            r#""10E" is too large"#,
+            "more bytes than i64 holds"
+        );
+        assert_eq!(text("lots"), r#"quantity "lots" has no number"#);
     }
 }

@@ -64,10 +64,13 @@ pub struct WasmletConfiguration {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackOffConfig {
+    /// The delay after the first failure.
     #[serde(with = "duration::go")]
     pub initial_period: Duration,
+    /// The ceiling the doubling stops at.
     #[serde(with = "duration::go")]
     pub max_period: Duration,
+    /// How long without a failure before the next failure starts again from `initial_period`.
     #[serde(with = "duration::go")]
     pub reset_period: Duration,
 }

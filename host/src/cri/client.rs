@@ -13,16 +13,32 @@ use tonic::transport::{Channel, Endpoint, Uri};
 /// A failed CRI call.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CriError {
+    /// The runtime answered with a gRPC error; callers branch on `code` (e.g. NotFound).
     #[error("CRI {rpc} failed: {code:?}: {message}")]
     Rpc {
+        /// The RPC's CRI name (`RunPodSandbox`), so a log line says which call failed.
         rpc: &'static str,
+        /// The gRPC status code, which callers branch on.
         code: tonic::Code,
+        /// The runtime's own explanation.
         message: String,
     },
+    /// The runtime did not answer within the call's deadline.
     #[error("CRI {rpc} timed out after {after:?}")]
-    Timeout { rpc: &'static str, after: Duration },
+    Timeout {
+        /// The RPC's CRI name.
+        rpc: &'static str,
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// No gRPC channel could be set up for the socket.
     #[error("CRI endpoint {endpoint}: {message}")]
-    Endpoint { endpoint: String, message: String },
+    Endpoint {
+        /// The socket path as configured.
+        endpoint: String,
+        /// What was wrong with it.
+        message: String,
+    },
 }
 
 impl CriError {
@@ -165,6 +181,7 @@ impl CriClient {
         }
     }
 
+    /// `Version`: the first call made, to learn the runtime is up and which one it is.
     pub async fn version(&self) -> Result<api::VersionResponse, CriError> {
         let request = api::VersionRequest {
             version: "v1".into(),
@@ -172,6 +189,7 @@ impl CriClient {
         call!(self.runtime.version(request), "Version")
     }
 
+    /// `Status`: the runtime's RuntimeReady and NetworkReady conditions.
     pub async fn status(&self) -> Result<api::StatusResponse, CriError> {
         call!(
             self.runtime.status(api::StatusRequest { verbose: false }),
@@ -188,6 +206,7 @@ impl CriClient {
         )
     }
 
+    /// `RunPodSandbox`: creates the pod's sandbox (namespaces, network) and returns its ID.
     pub async fn run_pod_sandbox(&self, config: api::PodSandboxConfig) -> Result<String, CriError> {
         let request = api::RunPodSandboxRequest {
             config: Some(config),
@@ -202,6 +221,7 @@ impl CriClient {
         Ok(response.pod_sandbox_id)
     }
 
+    /// `StopPodSandbox`: stops the sandbox's processes and releases its network.
     pub async fn stop_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
         let request = api::StopPodSandboxRequest {
             pod_sandbox_id: id.into(),
@@ -209,6 +229,7 @@ impl CriClient {
         call!(self.runtime.stop_pod_sandbox(request), "StopPodSandbox").map(drop)
     }
 
+    /// `RemovePodSandbox`: deletes a stopped sandbox and what is left in it.
     pub async fn remove_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
         let request = api::RemovePodSandboxRequest {
             pod_sandbox_id: id.into(),
@@ -216,6 +237,7 @@ impl CriClient {
         call!(self.runtime.remove_pod_sandbox(request), "RemovePodSandbox").map(drop)
     }
 
+    /// `PodSandboxStatus`: the sandbox's state and IP, for the pod's status.
     pub async fn pod_sandbox_status(&self, id: &str) -> Result<api::PodSandboxStatus, CriError> {
         let request = api::PodSandboxStatusRequest {
             pod_sandbox_id: id.into(),
@@ -240,6 +262,7 @@ impl CriClient {
         Ok(call!(self.runtime.list_pod_sandbox(request), "ListPodSandbox")?.items)
     }
 
+    /// `CreateContainer`: creates a container in `sandbox_id` and returns its ID.
     pub async fn create_container(
         &self,
         sandbox_id: &str,
@@ -254,6 +277,7 @@ impl CriClient {
         Ok(call!(self.runtime.create_container(request), "CreateContainer")?.container_id)
     }
 
+    /// `StartContainer`: runs a created container.
     pub async fn start_container(&self, id: &str) -> Result<(), CriError> {
         let request = api::StartContainerRequest {
             container_id: id.into(),
@@ -288,6 +312,7 @@ impl CriClient {
         }
     }
 
+    /// `RemoveContainer`: deletes an exited container so its name can be reused.
     pub async fn remove_container(&self, id: &str) -> Result<(), CriError> {
         let request = api::RemoveContainerRequest {
             container_id: id.into(),
@@ -306,6 +331,7 @@ impl CriClient {
         Ok(call!(self.runtime.list_containers(request), "ListContainers")?.containers)
     }
 
+    /// `ContainerStatus`: exit code, reason and times, for the container's status.
     pub async fn container_status(&self, id: &str) -> Result<api::ContainerStatus, CriError> {
         let request = api::ContainerStatusRequest {
             container_id: id.into(),

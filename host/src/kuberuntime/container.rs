@@ -62,6 +62,7 @@ impl RuntimeManager {
                     &self.node,
                     mounts,
                 )
+                .map_err(|error| error.to_string())
             });
         let config = match config {
             Ok(config) => config,
@@ -132,7 +133,7 @@ impl RuntimeManager {
         outcome.wait(
             &container.name,
             "PostStartHookError",
-            message,
+            message.to_string(),
             Duration::from_millis(100),
         );
     }

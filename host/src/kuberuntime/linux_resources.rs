@@ -1,7 +1,7 @@
 //! The cgroup values a container gets from its requests and limits, as upstream's
 //! `kuberuntime_container_linux.go`: CPU shares and quota, the memory limit and the OOM score.
 
-use crate::resources::{bytes, cpu_millis, requests_and_limits, QosClass};
+use crate::resources::{bytes, cpu_millis, requests_and_limits, QosClass, QuantityError};
 use k8s_openapi::api::core::v1::Container;
 
 /// The numbers CRI's `LinuxContainerResources` takes, derived from one container's spec.
@@ -19,12 +19,13 @@ const MIN_SHARES: i64 = 2;
 const MIN_QUOTA: i64 = 1000;
 
 /// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
-/// the memory limit as is, and the QoS-derived OOM score adjustment.
+/// the memory limit as is, and the QoS-derived OOM score adjustment. Fails only on a request
+/// or limit that is not a valid quantity.
 pub fn linux_resources(
     container: &Container,
     qos: QosClass,
     node_memory_bytes: i64,
-) -> Result<LinuxResources, String> {
+) -> Result<LinuxResources, QuantityError> {
     let (requests, limits) = requests_and_limits(container.resources.as_ref());
     let cpu_request = requests.get("cpu").map(cpu_millis).transpose()?;
     let cpu_limit = limits.get("cpu").map(cpu_millis).transpose()?;

@@ -6,17 +6,39 @@ use super::env;
 use super::linux_resources::linux_resources;
 use crate::cri::{api, labels};
 use crate::fieldpath::PodFacts;
-use crate::resources;
+use crate::resources::{self, QuantityError};
 use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+/// Why a pod spec cannot be turned into a CRI config: the container waits with
+/// `CreateContainerConfigError` (or the sync fails), with this text as the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The pod has no `spec` (a source should have refused it).
+    #[error("pod has no spec")]
+    NoSpec,
+    /// A port's `protocol` is not TCP, UDP or SCTP.
+    #[error("unknown port protocol {protocol:?}")]
+    UnknownProtocol {
+        /// The protocol as written.
+        protocol: String,
+    },
+    /// A request or limit is not a valid quantity.
+    #[error(transparent)]
+    Resources(#[from] QuantityError),
+}
+
 /// Node-wide facts every config needs.
 #[derive(Debug, Clone)]
 pub struct NodeContext {
+    /// The node's name: the label that marks the runtime's objects as this node's.
     pub node_name: String,
+    /// The node's IP, for `status.hostIP` and host-network pods.
     pub node_ip: String,
+    /// Where container logs go (`podLogsDir`), one directory per pod as upstream lays it out.
     pub pod_logs_dir: PathBuf,
+    /// The machine's memory, which a Burstable container's OOM score is scaled against.
     pub machine_memory_bytes: i64,
     /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
     pub root_dir: PathBuf,
@@ -81,9 +103,9 @@ pub fn sandbox_config(
     pod: &Pod,
     node: &NodeContext,
     attempt: u32,
-) -> Result<api::PodSandboxConfig, String> {
+) -> Result<api::PodSandboxConfig, ConfigError> {
     let meta = &pod.metadata;
-    let spec = pod.spec.as_ref().ok_or("pod has no spec")?;
+    let spec = pod.spec.as_ref().ok_or(ConfigError::NoSpec)?;
     let uid = meta.uid.clone().unwrap_or_default();
     let hostname = if host_network(pod) {
         // runc refuses to set a hostname without a private UTS namespace; upstream sends none.
@@ -177,12 +199,14 @@ pub fn sandbox_config(
     })
 }
 
-fn protocol(name: Option<&str>) -> Result<api::Protocol, String> {
+fn protocol(name: Option<&str>) -> Result<api::Protocol, ConfigError> {
     match name.unwrap_or("TCP") {
         "TCP" => Ok(api::Protocol::Tcp),
         "UDP" => Ok(api::Protocol::Udp),
         "SCTP" => Ok(api::Protocol::Sctp),
-        other => Err(format!("unknown port protocol {other:?}")),
+        other => Err(ConfigError::UnknownProtocol {
+            protocol: other.into(),
+        }),
     }
 }
 
@@ -225,9 +249,9 @@ pub fn container_config(
     facts: &PodFacts,
     node: &NodeContext,
     mounts: Vec<api::Mount>,
-) -> Result<api::ContainerConfig, String> {
+) -> Result<api::ContainerConfig, ConfigError> {
     let meta = &pod.metadata;
-    let spec = pod.spec.as_ref().ok_or("pod has no spec")?;
+    let spec = pod.spec.as_ref().ok_or(ConfigError::NoSpec)?;
     let qos = resources::qos_class(spec);
     let limits = linux_resources(container, qos, node.machine_memory_bytes)?;
     let envs = env::environment(pod, container, facts);
@@ -370,5 +394,20 @@ mod tests {
         let security = linux.security_context.unwrap();
         assert!(security.no_new_privs);
         assert_eq!(security.run_as_user, Some(api::Int64Value { value: 1000 }));
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: web\n    image: busybox:local\n    ports: [{containerPort: 80, hostPort: 8080, protocol: QUIC}]\n";
+        let mut pod: Pod = serde_yaml::from_str(text).expect("test pod parses");
+        assert_eq!(
+            sandbox_config(&pod, &node(), 0).unwrap_err().to_string(),
+            r#"unknown port protocol "QUIC""#
+        );
+        pod.spec = None;
+        assert_eq!(
+            sandbox_config(&pod, &node(), 0).unwrap_err().to_string(),
+            "pod has no spec"
+        );
     }
 }

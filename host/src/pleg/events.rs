@@ -24,20 +24,28 @@ pub fn filters() -> Vec<String> {
 /// A task event of a container's (or sandbox's) main process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskEvent {
+    /// The main process started: the PLEG reports the container started without a relist.
     Started {
+        /// The runtime's container (or sandbox) ID.
         container_id: String,
     },
+    /// The main process exited: carries what the status needs before CRI has recorded it.
     Exited {
+        /// The runtime's container (or sandbox) ID.
         container_id: String,
+        /// The process's exit status.
         exit_code: i32,
         /// Unix nanoseconds (0 when containerd sent none).
         exited_at: i64,
     },
+    /// The kernel OOM-killed a process in the container; remembered until its exit arrives.
     OutOfMemory {
+        /// The runtime's container (or sandbox) ID.
         container_id: String,
     },
     /// A stop without exit details (CRI events carry none): CRI's status tells the rest.
     Stopped {
+        /// The runtime's container (or sandbox) ID.
         container_id: String,
     },
 }
@@ -106,6 +114,7 @@ pub enum StreamMessage {
     Up,
     /// The stream is gone (runtime restarted or unreachable); the subscriber retries.
     Down(String),
+    /// An event to apply.
     Event(TaskEvent),
 }
 

@@ -6,8 +6,11 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec};
 /// The pod's QoS class, as `v1.PodQOSClass` strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QosClass {
+    /// Every container has equal requests and limits for CPU and memory: evicted last.
     Guaranteed,
+    /// At least one request or limit, but not Guaranteed.
     Burstable,
+    /// No requests or limits at all: evicted first under pressure.
     BestEffort,
 }
 

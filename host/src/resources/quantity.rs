@@ -2,16 +2,53 @@
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+/// Why a quantity could not be read; each names the text as written in the spec.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    /// Only a suffix (`Mi`), or nothing at all.
+    #[error("quantity {text:?} has no number")]
+    NoNumber {
+        /// The quantity as written.
+        text: String,
+    },
+    /// An `e`/`E` suffix not followed by a whole number (`1e`, `1ex`).
+    #[error("quantity {text:?} has an invalid exponent")]
+    InvalidExponent {
+        /// The quantity as written.
+        text: String,
+    },
+    /// A suffix Kubernetes does not know (`12x`); the binary ones are `Ki`..`Ei`.
+    #[error("quantity {text:?} has unknown suffix {suffix:?}")]
+    UnknownSuffix {
+        /// The quantity as written.
+        text: String,
+        /// The part after the number.
+        suffix: String,
+    },
+    /// The number part is not digits with at most one point (`1.2.3`, `+-1`).
+    #[error("quantity {text:?} has an invalid number")]
+    InvalidNumber {
+        /// The quantity as written.
+        text: String,
+    },
+    /// The value in thousandths does not fit in 128 bits.
+    #[error("quantity {text:?} is too large")]
+    TooLarge {
+        /// The quantity as written.
+        text: String,
+    },
+}
+
 /// Parses a Kubernetes quantity (`100m`, `64Mi`, `1.5G`, `1e3`) into thousandths of a unit,
 /// so CPU comes out in millicores and memory in thousandths of bytes.
-pub fn parse_milli(text: &str) -> Result<i128, String> {
+pub fn parse_milli(text: &str) -> Result<i128, QuantityError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
         .unwrap_or(text.len());
     let (number, suffix) = text.split_at(split);
     if number.is_empty() {
-        return Err(format!("quantity {text:?} has no number"));
+        return Err(QuantityError::NoNumber { text: text.into() });
     }
     let (mantissa_scale, exponent): (i128, i32) = match suffix {
         "" => (1, 0),
@@ -34,9 +71,14 @@ pub fn parse_milli(text: &str) -> Result<i128, String> {
             1,
             s[1..]
                 .parse()
-                .map_err(|_| format!("quantity {text:?} has an invalid exponent"))?,
+                .map_err(|_| QuantityError::InvalidExponent { text: text.into() })?,
         ),
-        s => return Err(format!("quantity {text:?} has unknown suffix {s:?}")),
+        s => {
+            return Err(QuantityError::UnknownSuffix {
+                text: text.into(),
+                suffix: s.into(),
+            })
+        }
     };
     let (negative, digits) = match number.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -49,20 +91,19 @@ pub fn parse_milli(text: &str) -> Result<i128, String> {
             .chain(fraction.chars())
             .all(|c| c.is_ascii_digit())
     {
-        return Err(format!("quantity {text:?} has an invalid number"));
+        return Err(QuantityError::InvalidNumber { text: text.into() });
     }
     // value = (whole.fraction) * scale * 10^exponent * 1000, rounded up as Kubernetes rounds.
+    let too_large = || QuantityError::TooLarge { text: text.into() };
     let digits: String = format!("{whole}{fraction}");
     let mut value: i128 = digits
         .parse::<i128>()
-        .map_err(|_| format!("quantity {text:?} is too large"))?
+        .map_err(|_| too_large())?
         .checked_mul(mantissa_scale)
-        .ok_or_else(|| format!("quantity {text:?} is too large"))?;
+        .ok_or_else(too_large)?;
     let mut power = exponent + 3 - fraction.len() as i32;
     while power > 0 {
-        value = value
-            .checked_mul(10)
-            .ok_or_else(|| format!("quantity {text:?} is too large"))?;
+        value = value.checked_mul(10).ok_or_else(too_large)?;
         power -= 1;
     }
     while power < 0 {
@@ -74,12 +115,12 @@ pub fn parse_milli(text: &str) -> Result<i128, String> {
 }
 
 /// CPU in millicores.
-pub fn cpu_millis(quantity: &Quantity) -> Result<i64, String> {
+pub fn cpu_millis(quantity: &Quantity) -> Result<i64, QuantityError> {
     parse_milli(&quantity.0).map(|m| m as i64)
 }
 
 /// Memory (or storage) in bytes, rounded up.
-pub fn bytes(quantity: &Quantity) -> Result<i64, String> {
+pub fn bytes(quantity: &Quantity) -> Result<i64, QuantityError> {
     parse_milli(&quantity.0).map(|m| ((m + 999) / 1000) as i64)
 }
 
@@ -96,8 +137,27 @@ mod tests {
         assert_eq!(parse_milli("1G"), Ok(1_000_000_000_000));
         assert_eq!(parse_milli("1e3"), Ok(1_000_000));
         assert_eq!(parse_milli("1n"), Ok(1), "rounds up");
-        assert!(parse_milli("12x").is_err());
-        assert!(parse_milli("Mi").is_err());
+        assert_eq!(
+            parse_milli("12x").map_err(|e| e.to_string()),
+            Err(r#"quantity "12x" has unknown suffix "x""#.to_string())
+        );
+        assert_eq!(
+            parse_milli("Mi"),
+            Err(QuantityError::NoNumber { text: "Mi".into() })
+        );
         assert_eq!(bytes(&Quantity("16Mi".into())), Ok(16 << 20));
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let text = |q: &str| parse_milli(q).unwrap_err().to_string();
+        assert_eq!(text("Mi"), r#"quantity "Mi" has no number"#);
+        assert_eq!(text("1ex"), r#"quantity "1ex" has an invalid exponent"#);
+        assert_eq!(text("1.2.3"), r#"quantity "1.2.3" has an invalid number"#);
+        assert_eq!(
+            text("1e100"),
+            r#"quantity "1e100" is too large"#,
+            "overflows i128"
+        );
     }
 }

@@ -20,7 +20,9 @@ pub const CONFIG_FILE_ANNOTATION: &str = "wasmlet.dev/manifest-file";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field `{field}`: {reason}")]
 pub struct ManifestProblem {
+    /// The offending field's path in the manifest (`spec.containers[0].image`).
     pub field: String,
+    /// What is wrong and what would be accepted.
     pub reason: String,
 }
 
@@ -209,7 +211,10 @@ fn validate_container(
                 1,
             );
             if let Err(reason) = probe {
-                return Err(problem(format!("{field}.resourceFieldRef"), reason));
+                return Err(problem(
+                    format!("{field}.resourceFieldRef"),
+                    reason.to_string(),
+                ));
             }
         }
         if let Some(field_ref) = &from.field_ref {
