@@ -1,0 +1,69 @@
+//! `volumeMounts` to CRI mounts: readOnly, subPath (kept inside its volume), propagation.
+
+use super::{VolumeError, VolumeProblem};
+use crate::cri::api;
+use k8s_openapi::api::core::v1::Container;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+/// Whether a subPath stays inside its volume (relative, no `..`).
+pub fn valid_sub_path(sub_path: &str) -> bool {
+    let path = Path::new(sub_path);
+    path.is_relative()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// The CRI mounts of `container`, from the prepared volume paths.
+pub fn mounts(
+    container: &Container,
+    volumes: &HashMap<String, PathBuf>,
+) -> Result<Vec<api::Mount>, VolumeError> {
+    let mut out = Vec::new();
+    for mount in container.volume_mounts.iter().flatten() {
+        let fail = |reason: VolumeProblem| VolumeError {
+            volume: mount.name.clone(),
+            reason,
+        };
+        let base = volumes
+            .get(&mount.name)
+            .ok_or_else(|| fail(VolumeProblem::NoSuchVolume))?;
+        let mut host_path = base.clone();
+        if let Some(sub) = mount.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            if !valid_sub_path(sub) {
+                return Err(fail(VolumeProblem::InvalidSubPath {
+                    sub_path: sub.into(),
+                }));
+            }
+            host_path = base.join(sub);
+            if !host_path.exists() {
+                // As upstream: a missing subPath is created as a directory.
+                std::fs::create_dir_all(&host_path).map_err(|source| {
+                    fail(VolumeProblem::CreateSubPath {
+                        path: host_path.clone(),
+                        source,
+                    })
+                })?;
+            }
+        }
+        let propagation = match mount.mount_propagation.as_deref() {
+            None | Some("None") => api::MountPropagation::PropagationPrivate,
+            Some("HostToContainer") => api::MountPropagation::PropagationHostToContainer,
+            Some("Bidirectional") => api::MountPropagation::PropagationBidirectional,
+            Some(other) => {
+                return Err(fail(VolumeProblem::UnknownPropagation {
+                    propagation: other.into(),
+                }))
+            }
+        };
+        out.push(api::Mount {
+            container_path: mount.mount_path.clone(),
+            host_path: host_path.display().to_string(),
+            readonly: mount.read_only.unwrap_or(false),
+            selinux_relabel: false,
+            propagation: propagation as i32,
+        });
+    }
+    Ok(out)
+}
