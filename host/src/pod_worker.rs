@@ -3,16 +3,12 @@
 //! (`kuberuntime`), publishes the status through the status manager, and keeps the probes of
 //! running containers; on removal it terminates the pod gracefully and cleans up after it.
 
-use crate::cgroups;
 use crate::config::BackOffConfig;
-use crate::cri::{api, labels};
-use crate::kuberuntime::{
-    self, PodSyncState, RuntimeManager, SyncError, Unhealthy, SYNC_ERROR_RETRY,
-};
+use crate::cri::api;
+use crate::kuberuntime::{self, PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
 use crate::pleg::ExitHint;
 use crate::podutil::{self, MINIMUM_GRACE};
-use crate::prober::{self, ContainerProbes, ProbeConfig, ProbeTarget, Prober};
-use crate::resources::QosClass;
+use crate::prober::{self, ContainerProbes, ProbeConfig, Prober};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusManager, Waiting};
 use crate::timestamps;
@@ -292,83 +288,6 @@ impl PodWorker {
         Ok(result.requeue)
     }
 
-    /// Running containers whose liveness or startup probe failed.
-    fn unhealthy(&self) -> HashMap<String, Unhealthy> {
-        self.probes
-            .iter()
-            .filter_map(|(name, probes)| {
-                let (probe, message, grace) = probes.kill_reason()?;
-                Some((
-                    name.clone(),
-                    Unhealthy {
-                        container_id: probes.container_id.clone(),
-                        probe,
-                        message,
-                        grace,
-                    },
-                ))
-            })
-            .collect()
-    }
-
-    /// Starts probe tasks for app containers that run now and stops those of containers
-    /// that stopped or were replaced.
-    fn update_probes(&mut self, runtime: &PodRuntimeStatus, pod_ip: &str) {
-        if self.probe_configs.is_empty() {
-            return;
-        }
-        self.probes.retain(|name, probes| {
-            runtime
-                .latest(name)
-                .is_some_and(|c| c.id == probes.container_id && runtime_status::is_running(c))
-        });
-        let pod_containers = Arc::new(kuberuntime::running_containers(runtime));
-        let ports = podutil::declared_ports(&self.pod);
-        for (name, configs) in &self.probe_configs {
-            if self.probes.contains_key(name) {
-                continue;
-            }
-            let Some(running) = runtime
-                .latest(name)
-                .filter(|c| runtime_status::is_running(c))
-            else {
-                continue;
-            };
-            let target = ProbeTarget {
-                cri: self.node.runtime.cri.clone(),
-                plugins: self.node.prober.plugins.clone(),
-                metrics: self.node.prober.metrics.clone(),
-                namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
-                pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
-                pod_uid: self.uid.clone(),
-                container: name.clone(),
-                container_id: running.id.clone(),
-                pod_ip: pod_ip.to_string(),
-                pod_ports: ports.clone(),
-                pod_containers: pod_containers.clone(),
-            };
-            let weak = self.myself.clone();
-            let notify: prober::Notify = Arc::new(move || {
-                if let Some(inbox) = weak.upgrade() {
-                    let _ = inbox.send(WorkerMessage::Sync);
-                }
-            });
-            let started_at =
-                timestamps::time_of(running.started_at).unwrap_or_else(SystemTime::now);
-            debug!(container = %name, id = %running.id, probes = configs.len(), "starting probes");
-            self.probes.insert(
-                name.clone(),
-                ContainerProbes::start(
-                    &self.node.prober,
-                    target,
-                    configs.clone(),
-                    started_at,
-                    notify,
-                ),
-            );
-        }
-    }
-
     /// Shows exits reported by containerd's events in the status at once, on top of the last
     /// runtime view; the sync that follows the confirmed event replaces it with CRI's record.
     fn publish_exits(&mut self, exits: &[(String, ExitHint)]) {
@@ -501,82 +420,8 @@ impl PodWorker {
     }
 }
 
-/// Runs `attempt` until it succeeds, backing off from 200 ms to 5 s between failures: a
-/// teardown must complete, however long the runtime is away.
-async fn retry<T, F, Fut>(what: &str, mut attempt: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, crate::cri::CriError>>,
-{
-    let mut backoff = crate::backoff::BackOff::new(BackOffConfig {
-        initial_period: Duration::from_millis(200),
-        max_period: Duration::from_secs(5),
-        reset_period: Duration::MAX,
-    });
-    loop {
-        match attempt().await {
-            Ok(value) => return value,
-            Err(error) => {
-                warn!(%error, "{what}; retrying");
-                let now = SystemTime::now();
-                backoff.next(what, now, now);
-                tokio::time::sleep(backoff.current(what).unwrap_or(MINIMUM_GRACE)).await;
-            }
-        }
-    }
-}
+mod probes;
+mod teardown;
 
-/// Removes what a pod leaves on the node besides runtime objects: its volumes, its pod
-/// cgroup (under each QoS class it may have had) and its log directory.
-fn remove_pod_leftovers(node: &NodeRuntime, uid: &str, qos_classes: &[QosClass]) {
-    volumes::cleanup(&node.runtime.node.root_dir, uid);
-    for qos in qos_classes {
-        cgroups::remove_pod_cgroup(&qos.cgroup_parent(uid));
-    }
-    let suffix = format!("_{uid}");
-    if let Ok(entries) = std::fs::read_dir(&node.runtime.node.pod_logs_dir) {
-        for entry in entries.flatten() {
-            if !entry.file_name().to_string_lossy().ends_with(&suffix) {
-                continue;
-            }
-            if let Err(error) = std::fs::remove_dir_all(entry.path()) {
-                if error.kind() != std::io::ErrorKind::NotFound {
-                    warn!(dir = %entry.path().display(), %error, "cannot remove the pod log directory");
-                }
-            }
-        }
-    }
-}
-
-/// Terminates a pod the runtime still runs for this node but no source wants any more
-/// (its manifest went away while wasmlet was down, or its termination was cut short).
-/// Each container gets the grace period recorded on it when it was created.
-pub async fn remove_orphan(node: Arc<NodeRuntime>, uid: String) {
-    let grace_of = |c: &api::ContainerStatus| {
-        let seconds = c
-            .annotations
-            .get(labels::POD_TERMINATION_GRACE_PERIOD)
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(30);
-        Duration::from_secs(seconds).max(MINIMUM_GRACE)
-    };
-    info!(pod_uid = %uid, "terminating orphaned pod");
-    let runtime = &node.runtime;
-    let id = &uid;
-    retry("removing orphaned pod failed", || async move {
-        let current = runtime.fetch(id).await?;
-        kuberuntime::kill_and_remove(&runtime.cri, &current, grace_of, None).await
-    })
-    .instrument(tracing::info_span!("orphan", pod_uid = %uid))
-    .await;
-    remove_pod_leftovers(
-        &node,
-        &uid,
-        &[
-            QosClass::Guaranteed,
-            QosClass::Burstable,
-            QosClass::BestEffort,
-        ],
-    );
-    info!(pod_uid = %uid, "orphaned pod removed");
-}
+pub use teardown::remove_orphan;
+use teardown::{remove_pod_leftovers, retry};

@@ -1,0 +1,92 @@
+//! The probes of a pod's running app containers: started when a container runs, dropped when
+//! it stops or is replaced, and their liveness/startup verdicts handed to the next sync.
+
+use super::{PodWorker, WorkerMessage};
+use crate::kuberuntime::{self, Unhealthy};
+use crate::podutil;
+use crate::prober::{self, ContainerProbes, ProbeTarget};
+use crate::runtime_status::{self, PodRuntimeStatus};
+use crate::timestamps;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+use tracing::debug;
+
+impl PodWorker {
+    /// Running containers whose liveness or startup probe failed.
+    pub(super) fn unhealthy(&self) -> HashMap<String, Unhealthy> {
+        self.probes
+            .iter()
+            .filter_map(|(name, probes)| {
+                let (probe, message, grace) = probes.kill_reason()?;
+                Some((
+                    name.clone(),
+                    Unhealthy {
+                        container_id: probes.container_id.clone(),
+                        probe,
+                        message,
+                        grace,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Starts probe tasks for app containers that run now and stops those of containers
+    /// that stopped or were replaced.
+    pub(super) fn update_probes(&mut self, runtime: &PodRuntimeStatus, pod_ip: &str) {
+        if self.probe_configs.is_empty() {
+            return;
+        }
+        self.probes.retain(|name, probes| {
+            runtime
+                .latest(name)
+                .is_some_and(|c| c.id == probes.container_id && runtime_status::is_running(c))
+        });
+        let pod_containers = Arc::new(kuberuntime::running_containers(runtime));
+        let ports = podutil::declared_ports(&self.pod);
+        for (name, configs) in &self.probe_configs {
+            if self.probes.contains_key(name) {
+                continue;
+            }
+            let Some(running) = runtime
+                .latest(name)
+                .filter(|c| runtime_status::is_running(c))
+            else {
+                continue;
+            };
+            let target = ProbeTarget {
+                cri: self.node.runtime.cri.clone(),
+                plugins: self.node.prober.plugins.clone(),
+                metrics: self.node.prober.metrics.clone(),
+                namespace: self.pod.metadata.namespace.clone().unwrap_or_default(),
+                pod_name: self.pod.metadata.name.clone().unwrap_or_default(),
+                pod_uid: self.uid.clone(),
+                container: name.clone(),
+                container_id: running.id.clone(),
+                pod_ip: pod_ip.to_string(),
+                pod_ports: ports.clone(),
+                pod_containers: pod_containers.clone(),
+            };
+            let weak = self.myself.clone();
+            let notify: prober::Notify = Arc::new(move || {
+                if let Some(inbox) = weak.upgrade() {
+                    let _ = inbox.send(WorkerMessage::Sync);
+                }
+            });
+            let started_at =
+                timestamps::time_of(running.started_at).unwrap_or_else(SystemTime::now);
+            debug!(container = %name, id = %running.id, probes = configs.len(), "starting probes");
+            self.probes.insert(
+                name.clone(),
+                ContainerProbes::start(
+                    &self.node.prober,
+                    target,
+                    configs.clone(),
+                    started_at,
+                    notify,
+                ),
+            );
+        }
+    }
+}
