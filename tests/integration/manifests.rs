@@ -186,3 +186,62 @@ fn a_manifest_rewritten_while_its_pod_starts_ends_with_one_sandbox() {
     assert_eq!(containers.len(), 1, "one container: {containers:?}");
     assert_eq!(containers[0].labels["io.kubernetes.pod.uid"], uid);
 }
+
+/// A file moved out and back (a config tool's delete + create) keeps its UID; upstream marks
+/// such a pod "restart requested" and runs it again once the old instance has terminated.
+#[test]
+fn a_manifest_removed_and_put_back_runs_again_after_the_old_instance_terminated() {
+    let node = Node::start("t-readd");
+    // PID 1 ignores SIGTERM, so each old instance holds its 3 s grace period.
+    let manifest = |name: &str| {
+        busybox_pod(
+            name,
+            "  terminationGracePeriodSeconds: 3\n",
+            "exec sleep 3600",
+        )
+    };
+    // Put back after a few ms (the scan may never see it gone), within the grace period, and
+    // after it.
+    let delays = [("quick", 5), ("within", 1500), ("after", 5000)];
+    let mut old = Vec::new();
+    for (name, _) in delays {
+        node.write_manifest(&format!("{name}.yaml"), &manifest(name));
+    }
+    for (name, _) in delays {
+        let pod = node.wait_phase(name, "Running", Duration::from_secs(30));
+        let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+        let id = node.containers(Some(name))[0].id.clone();
+        old.push((name, uid, id));
+    }
+    let removed = Instant::now();
+    for (name, _) in delays {
+        node.remove_manifest(&format!("{name}.yaml"));
+    }
+    for (name, delay_ms) in delays {
+        let at = removed + Duration::from_millis(delay_ms);
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        node.write_manifest(&format!("{name}.yaml"), &manifest(name));
+    }
+    for (name, uid, old_id) in &old {
+        let pod = node.wait_for(
+            &format!("{name} to run again"),
+            Duration::from_secs(40),
+            |n| {
+                let pod = n.pod(name)?;
+                let running = pod["status"]["phase"] == "Running"
+                    && pod["metadata"]["deletionTimestamp"].is_null();
+                let containers = n.containers(Some(name));
+                // A removal seen by the scan replaced the container.
+                let replaced =
+                    *name == "quick" || containers.first().is_some_and(|c| c.id != *old_id);
+                (running && containers.len() == 1 && replaced).then_some(pod)
+            },
+        );
+        assert_eq!(
+            pod["metadata"]["uid"],
+            uid.as_str(),
+            "{name}: same file, same UID"
+        );
+        assert_eq!(node.sandboxes(Some(name)).len(), 1, "{name}: one sandbox");
+    }
+}
