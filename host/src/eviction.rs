@@ -10,8 +10,6 @@ use crate::config::eviction::{Threshold, ThresholdValue};
 use crate::cri::pod_config;
 use crate::gc::GarbageCollector;
 use crate::metrics::{decided_by_label, EvictionLabels, Metrics, PluginLabels};
-use crate::plugin::state::PodMeta;
-use crate::plugin::{DecidedBy, EvictionSnapshot, PluginRegistry};
 use crate::resources::{self, QosClass};
 use crate::status::{self, StatusStore};
 use k8s_openapi::api::core::v1::Pod;
@@ -22,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
+use wasmlet_plugin_host::{DecidedBy, EvictionSnapshot, PluginRegistry, PodMeta};
 use wasmlet_policy_default::{NodeInfo, PodInfo, Pressure, Signal, SignalObservation};
 
 /// Upstream's `SystemCriticalPriority`: pods at or above it are never evicted.
@@ -740,12 +739,12 @@ impl EvictionManager {
             }
             Err(error) => ShadowChoice {
                 decided_by: DecidedBy::BuiltIn {
-                    reason: error.clone(),
+                    reason: error.to_string(),
                 },
                 would_evict: None,
                 ranking: Vec::new(),
                 agrees: false,
-                error: Some(error),
+                error: Some(error.to_string()),
             },
         });
         let threshold_value = threshold.value.resolve(capacity);

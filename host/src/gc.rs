@@ -7,13 +7,13 @@ pub mod images;
 
 use crate::cri::CriClient;
 use crate::metrics::Metrics;
-use crate::plugin::PluginRegistry;
 use crate::source::SourceSnapshot;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::warn;
+use wasmlet_plugin_host::PluginRegistry;
 
 pub use containers::ContainerGc;
 

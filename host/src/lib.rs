@@ -17,7 +17,6 @@ pub mod logs;
 pub mod metrics;
 pub mod node_status;
 pub mod pleg;
-pub mod plugin;
 pub mod pod_worker;
 pub mod prober;
 pub mod resources;

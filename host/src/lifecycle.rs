@@ -6,14 +6,13 @@
 //! `post-start` / `pre-stop` after the spec's handler, scoped to the pod.
 
 use crate::cri::{CriClient, CriError};
-use crate::plugin::state::PodMeta;
-use crate::plugin::{PluginRegistry, World};
 use crate::prober::{exec, http, wasm};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
+use wasmlet_plugin_host::{PluginRegistry, PodMeta, World};
 
 /// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
 pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
@@ -235,7 +234,8 @@ impl PodHooks {
             HookKind::PreStop => registry.pre_stop(&name, meta, scope),
         })
         .await
-        .unwrap_or_else(|error| Err(format!("hook plugin task: {error}")))
+        .map_err(|error| format!("hook plugin task: {error}"))?
+        .map_err(|error| error.to_string())
     }
 }
 

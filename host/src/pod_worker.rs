@@ -707,7 +707,7 @@ impl PodWorker {
                         .node
                         .prober
                         .plugins
-                        .has(crate::plugin::World::LifecycleHooks)
+                        .has(wasmlet_plugin_host::World::LifecycleHooks)
                 {
                     let hooks = self.hooks(runtime, &facts.pod_ip);
                     if let Err(message) = hooks.post_start(container, &id).await {

@@ -15,7 +15,6 @@ pub mod tcp;
 pub mod wasm;
 
 use crate::cri::CriClient;
-use crate::plugin::PluginRegistry;
 use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::HashMap;
@@ -23,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, Instrument};
+use wasmlet_plugin_host::PluginRegistry;
 
 /// Annotations that hand a container's probe to a probe plugin:
 /// `probe.wasmlet.dev/<container>.<liveness|readiness|startup>: <plugin name>` and, optionally,

@@ -23,7 +23,7 @@ pub struct ServerState {
     pub health: Arc<Health>,
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
     pub pod_logs_dir: std::path::PathBuf,
-    pub plugins: Arc<crate::plugin::PluginRegistry>,
+    pub plugins: Arc<wasmlet_plugin_host::PluginRegistry>,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub pressure: Arc<crate::eviction::NodePressure>,
     pub evictions: Arc<crate::eviction::DecisionLog>,

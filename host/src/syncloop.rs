@@ -215,9 +215,10 @@ impl SyncLoop {
     /// admitted it; `Some(message)` rejects it. Runs inline (bounded by each plugin's
     /// deadline) so that admission stays one ordered decision per pod, as upstream's.
     fn plugin_admission(&self, pod: &k8s_openapi::api::core::v1::Pod) -> Option<String> {
-        use crate::plugin::bindings::types;
+        use wasmlet_plugin_host::{AdmissionContainer, AdmissionPod, PodMeta, World};
+        use wasmlet_policy_default::QosClass;
         let plugins = &self.node.prober.plugins;
-        if !plugins.has(crate::plugin::World::LifecycleHooks) {
+        if !plugins.has(World::LifecycleHooks) {
             return None;
         }
         let spec = pod.spec.clone().unwrap_or_default();
@@ -234,7 +235,7 @@ impl SyncLoop {
                 .is_some_and(|m| m.contains_key(name))
         };
         let container =
-            |c: &k8s_openapi::api::core::v1::Container, is_init: bool| types::AdmissionContainer {
+            |c: &k8s_openapi::api::core::v1::Container, is_init: bool| AdmissionContainer {
                 name: c.name.clone(),
                 is_init,
                 has_cpu_request: has(c, false, "cpu"),
@@ -249,13 +250,12 @@ impl SyncLoop {
             .map(|c| container(c, true))
             .chain(spec.containers.iter().map(|c| container(c, false)))
             .collect();
-        let admission = types::AdmissionPod {
-            index: 0,
+        let admission = AdmissionPod {
             priority: spec.priority.unwrap_or(0),
             qos: match crate::cri::pod_config::pod_qos(pod) {
-                crate::resources::QosClass::Guaranteed => types::QosClass::Guaranteed,
-                crate::resources::QosClass::Burstable => types::QosClass::Burstable,
-                crate::resources::QosClass::BestEffort => types::QosClass::BestEffort,
+                crate::resources::QosClass::Guaranteed => QosClass::Guaranteed,
+                crate::resources::QosClass::Burstable => QosClass::Burstable,
+                crate::resources::QosClass::BestEffort => QosClass::BestEffort,
             },
             // Every pod here comes from the static manifest directory, and upstream counts
             // static pods as critical.
@@ -264,7 +264,7 @@ impl SyncLoop {
             containers,
         };
         let m = &pod.metadata;
-        let meta = crate::plugin::state::PodMeta {
+        let meta = PodMeta {
             namespace: m.namespace.clone().unwrap_or_default(),
             name: m.name.clone().unwrap_or_default(),
             uid: m.uid.clone().unwrap_or_default(),

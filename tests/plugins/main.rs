@@ -6,14 +6,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wasmlet::plugin::bindings::types;
-use wasmlet::plugin::state::{PodMeta, PodScope};
-use wasmlet::plugin::{DecidedBy, EvictionSnapshot, PluginEngine, PluginRegistry, PluginState};
+use wasmlet_plugin_host::{
+    sha256_hex, AdmissionContainer, AdmissionPod, DecidedBy, Decision, EvictionSnapshot,
+    PluginEngine, PluginRegistry, PluginState, PodMeta, PodScope, ProbeKind, ProbeOutcome,
+    ProbeRequest,
+};
 use wasmlet_policy_default as policy;
 
 /// A component built by the test command (`cargo build --target wasm32-wasip2`).
 fn wasm(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for dir in [
         "plugins/target/wasm32-wasip2/release",
         "tests/guests/target/wasm32-wasip2/release",
@@ -111,7 +113,7 @@ fn snapshot(rng: &mut Lcg, pods: usize, signal: policy::Signal) -> EvictionSnaps
     snapshot
 }
 
-fn plugin_decided(decision: &wasmlet::plugin::Decision) -> bool {
+fn plugin_decided(decision: &Decision) -> bool {
     matches!(decision.decided_by, DecidedBy::Plugin { .. })
 }
 
@@ -270,7 +272,7 @@ fn probe_plugin_checks_a_json_health_body_with_scoped_http() {
         &wasm("probe_json_health"),
         "  limits: {deadlineMs: 2000}\n",
     ));
-    let request = types::ProbeRequest {
+    let request = ProbeRequest {
         args: format!(
             r#"{{"port": {port}, "path": "/health", "field": "status", "expected": "ok"}}"#
         ),
@@ -279,7 +281,7 @@ fn probe_plugin_checks_a_json_health_body_with_scoped_http() {
         ports: vec![port],
         containers: vec!["app".into()],
         container: "app".into(),
-        kind: types::ProbeKind::Readiness,
+        kind: ProbeKind::Readiness,
     };
     let scope = || PodScope {
         pod_ip: "127.0.0.1".into(),
@@ -289,27 +291,17 @@ fn probe_plugin_checks_a_json_health_body_with_scoped_http() {
         exec: None,
     };
     let result = setup.registry.probe("probe-json-health", &request, scope());
-    assert_eq!(
-        result.outcome,
-        types::ProbeOutcome::Success,
-        "{}",
-        result.message
-    );
+    assert_eq!(result.outcome, ProbeOutcome::Success, "{}", result.message);
     healthy.store(false, Ordering::SeqCst);
     let result = setup.registry.probe("probe-json-health", &request, scope());
-    assert_eq!(
-        result.outcome,
-        types::ProbeOutcome::Failure,
-        "{}",
-        result.message
-    );
+    assert_eq!(result.outcome, ProbeOutcome::Failure, "{}", result.message);
     // Scoped: another address is out of reach whatever the plugin asks.
     let mut elsewhere = scope();
     elsewhere.pod_ip = "127.0.0.2".into();
     let result = setup
         .registry
         .probe("probe-json-health", &request, elsewhere);
-    assert_eq!(result.outcome, types::ProbeOutcome::Failure);
+    assert_eq!(result.outcome, ProbeOutcome::Failure);
 }
 
 #[test]
@@ -320,7 +312,7 @@ fn admission_plugin_refuses_pods_without_limits() {
         &wasm("admission_require_limits"),
         "  config: {namespaces: [prod]}\n",
     ));
-    let container = |name: &str, limits: bool| types::AdmissionContainer {
+    let container = |name: &str, limits: bool| AdmissionContainer {
         name: name.into(),
         is_init: false,
         has_cpu_request: limits,
@@ -328,10 +320,9 @@ fn admission_plugin_refuses_pods_without_limits() {
         has_cpu_limit: limits,
         has_memory_limit: limits,
     };
-    let pod = |containers| types::AdmissionPod {
-        index: 0,
+    let pod = |containers| AdmissionPod {
         priority: 0,
-        qos: types::QosClass::BestEffort,
+        qos: policy::QosClass::BestEffort,
         is_static: true,
         is_critical: false,
         containers,
@@ -660,7 +651,7 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
     ];
     let valid_shas: Vec<String> = valid
         .iter()
-        .map(|(p, _)| wasmlet::plugin::engine::sha256_hex(&std::fs::read(p).unwrap()))
+        .map(|(p, _)| sha256_hex(&std::fs::read(p).unwrap()))
         .collect();
     let garbage = dir.path().join("garbage.bin");
     std::fs::write(&garbage, b"\0asm garbage").unwrap();
@@ -693,7 +684,7 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
     for swap in 0..100 {
         if swap % 2 == 0 {
             let (source, first) = &valid[(swap / 2) % 2];
-            let sha = wasmlet::plugin::engine::sha256_hex(&std::fs::read(source).unwrap());
+            let sha = sha256_hex(&std::fs::read(source).unwrap());
             replace(source, &live);
             let deadline = Instant::now() + Duration::from_secs(20);
             while serving_sha().as_deref() != Some(sha.as_str()) {
@@ -710,7 +701,7 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
             );
         } else {
             let source = &invalid[(swap / 2) % 2];
-            let sha = wasmlet::plugin::engine::sha256_hex(&std::fs::read(source).unwrap());
+            let sha = sha256_hex(&std::fs::read(source).unwrap());
             let before = serving_sha();
             replace(source, &live);
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -735,187 +726,6 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
         "the caller kept calling during the swaps ({calls} calls)"
     );
     assert_eq!(registry.report()["plugins"][0]["faults"], 0);
-}
-
-#[test]
-fn plugin_validate_and_test_commands() {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let file = wasm("eviction_batch_first");
-    let (ok, out, err) = run(&["plugin", "validate", file.to_str().unwrap()]);
-    assert!(ok, "{err}");
-    assert!(
-        out.contains("world: eviction-policy") && out.contains("sha256: "),
-        "{out}"
-    );
-
-    let (ok, _, err) = run(&[
-        "plugin",
-        "validate",
-        wasm("guest_loop").to_str().unwrap(),
-        "--config",
-        r#"{"faultIn":"self-check"}"#,
-        "--deadline-ms",
-        "20",
-    ]);
-    assert!(!ok);
-    assert!(err.contains("deadline"), "{err}");
-    let (ok, _, err) = run(&[
-        "plugin",
-        "validate",
-        file.to_str().unwrap(),
-        "--world",
-        "gc-strategy",
-    ]);
-    assert!(
-        !ok && err.contains("does not implement world gc-strategy"),
-        "{err}"
-    );
-
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/snapshot.yaml");
-    let (ok, out, err) = run(&[
-        "plugin",
-        "test",
-        file.to_str().unwrap(),
-        "--fixture",
-        fixture.to_str().unwrap(),
-        "--config",
-        r#"{"protectNamespaces":["kube-system"]}"#,
-    ]);
-    assert!(ok, "{err}");
-    let result: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(result["decidedBy"]["kind"], "plugin", "{result}");
-    assert_eq!(
-        result["order"][0], "default/report",
-        "the batch pod first: {result}"
-    );
-    assert!(!result["order"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|p| p == "kube-system/dns"));
-    assert_eq!(result["builtInOrder"][0], "default/cache", "{result}");
-
-    // A plugin that reads a file validates only with its directory granted.
-    let keep = tempfile::tempdir().unwrap();
-    std::fs::write(keep.path().join("prefixes"), "registry.local/\n").unwrap();
-    let gc = wasm("gc_keep_prefixes");
-    let config = r#"{"keepPrefixesFile":"/keep/prefixes"}"#;
-    let (ok, _, err) = run(&[
-        "plugin",
-        "validate",
-        gc.to_str().unwrap(),
-        "--config",
-        config,
-    ]);
-    assert!(!ok && err.contains("capabilities.directories"), "{err}");
-    let grant = format!("{}:/keep", keep.path().display());
-    let (ok, out, err) = run(&[
-        "plugin",
-        "validate",
-        gc.to_str().unwrap(),
-        "--config",
-        config,
-        "--grant-dir",
-        &grant,
-    ]);
-    assert!(ok && out.contains("world: gc-strategy"), "{out}{err}");
-    let (ok, _, err) = run(&[
-        "plugin",
-        "validate",
-        gc.to_str().unwrap(),
-        "--grant-dir",
-        "x:rel",
-    ]);
-    assert!(!ok && err.contains("must be absolute"), "{err}");
-}
-
-#[test]
-fn plugin_new_writes_a_crate_that_builds_and_validates() {
-    let dir = tempfile::tempdir().unwrap();
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
-    let wasmlet = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    for world in [
-        "eviction-policy",
-        "gc-strategy",
-        "probe-handler",
-        "lifecycle-hooks",
-    ] {
-        let out = wasmlet(&[
-            "plugin",
-            "new",
-            &format!("my-{world}"),
-            "--world",
-            world,
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--sdk",
-            sdk.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lib =
-            std::fs::read_to_string(dir.path().join(format!("my-{world}/src/lib.rs"))).unwrap();
-        assert!(lib.contains("export!("), "{lib}");
-    }
-    let again = wasmlet(&[
-        "plugin",
-        "new",
-        "my-gc-strategy",
-        "--world",
-        "gc-strategy",
-        "--dir",
-        dir.path().to_str().unwrap(),
-        "--sdk",
-        sdk.to_str().unwrap(),
-    ]);
-    assert!(
-        !again.status.success()
-            && String::from_utf8_lossy(&again.stderr).contains("already exists")
-    );
-
-    // The generated eviction plugin builds as a component and passes validation.
-    let krate = dir.path().join("my-eviction-policy");
-    let build = std::process::Command::new("cargo")
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
-        .current_dir(&krate)
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/plugin-new"),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    let wasm_file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/guests/target/plugin-new/wasm32-wasip2/release/my_eviction_policy.wasm");
-    let out = wasmlet(&["plugin", "validate", wasm_file.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("world: eviction-policy"));
 }
 
 /// A local HTTP server answering 200 to every request; counts them.
@@ -1006,7 +816,8 @@ fn hook_plugins_run_pre_stop_with_the_grace_left_and_post_start() {
     let error = setup_down
         .registry
         .pre_stop("web", meta(), scope_until(closed, Duration::from_secs(5)))
-        .expect_err("the drain request cannot connect");
+        .expect_err("the drain request cannot connect")
+        .to_string();
     assert!(
         error.contains("drain") && error.contains("drain request"),
         "{error}"
@@ -1021,14 +832,14 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
         &wasm("guest_probe_fault"),
         "  limits: {deadlineMs: 20}\n",
     ));
-    let request = |fault: &str, timeout_ms: u32| types::ProbeRequest {
+    let request = |fault: &str, timeout_ms: u32| ProbeRequest {
         args: format!(r#"{{"fault": "{fault}"}}"#),
         timeout_ms,
         pod_ip: "127.0.0.1".into(),
         ports: vec![],
         containers: vec!["main".into()],
         container: "main".into(),
-        kind: types::ProbeKind::Liveness,
+        kind: ProbeKind::Liveness,
     };
     let scope = |timeout| PodScope {
         pod_ip: "127.0.0.1".into(),
@@ -1042,7 +853,7 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
         &request("none", 500),
         scope(Duration::from_millis(500)),
     );
-    assert_eq!(ok.outcome, types::ProbeOutcome::Success, "{}", ok.message);
+    assert_eq!(ok.outcome, ProbeOutcome::Success, "{}", ok.message);
     let started = Instant::now();
     let spun = setup.registry.probe(
         "faulty",
@@ -1050,7 +861,7 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
         scope(Duration::from_millis(300)),
     );
     let took = started.elapsed();
-    assert_eq!(spun.outcome, types::ProbeOutcome::Failure);
+    assert_eq!(spun.outcome, ProbeOutcome::Failure);
     assert!(spun.message.contains("deadline"), "{}", spun.message);
     assert!(
         took >= Duration::from_millis(250),
@@ -1061,6 +872,6 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
         &request("none", 100),
         scope(Duration::from_millis(100)),
     );
-    assert_eq!(missing.outcome, types::ProbeOutcome::Failure);
+    assert_eq!(missing.outcome, ProbeOutcome::Failure);
     assert!(missing.message.contains("\"nope\""), "{}", missing.message);
 }

@@ -4,11 +4,13 @@
 //! plugin fails its probe with the reason; a faulty admission plugin admits (fail open).
 //! These functions block (they run Wasm): call them off the async executor.
 
-use super::bindings::{convert, types};
-use super::config::World;
-use super::instance::{Fault, WorldBindings};
-use super::registry::{PluginRegistry, PluginSlot};
-use super::state::{CallMeta, PodMeta, PodScope};
+use crate::bindings::{convert, types};
+use crate::config::World;
+use crate::error::PluginError;
+use crate::instance::{Fault, WorldBindings};
+use crate::records::{AdmissionPod, PodMeta, PodScope, ProbeOutcome, ProbeRequest, ProbeResult};
+use crate::registry::{PluginRegistry, PluginSlot};
+use crate::state::{CallMeta, HostState};
 use std::time::Instant;
 use wasmlet_policy_default as policy;
 
@@ -16,14 +18,26 @@ use wasmlet_policy_default as policy;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum DecidedBy {
-    Plugin { name: String, sha256: String },
-    BuiltIn { reason: String },
+    /// The plugin's answer passed the host's checks.
+    Plugin {
+        /// The plugin's configured name.
+        name: String,
+        /// The version that answered.
+        sha256: String,
+    },
+    /// The built-in default decided, and why the plugin did not.
+    BuiltIn {
+        /// Why no plugin decided (a [`PluginError`] as text).
+        reason: String,
+    },
 }
 
 /// An ordered answer (pods to evict, images or containers to remove) and who gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// Indices into the call's list, first to act on first.
     pub order: Vec<u32>,
+    /// The plugin, or the built-in default with the reason.
     pub decided_by: DecidedBy,
 }
 
@@ -50,16 +64,16 @@ fn ask<R>(
     meta: CallMeta,
     scope: Option<PodScope>,
     call: impl FnOnce(
-        &mut wasmtime::Store<super::state::HostState>,
+        &mut wasmtime::Store<HostState>,
         &WorldBindings,
     ) -> wasmtime::Result<Result<R, String>>,
     check: impl FnOnce(&R) -> Result<(), Fault>,
-) -> Result<(R, DecidedBy), String> {
+) -> Result<(R, DecidedBy), PluginError> {
     let Some(slot) = slot else {
-        return Err("no plugin configured".into());
+        return Err(PluginError::NotConfigured);
     };
     let Some(version) = slot.serving() else {
-        return Err(format!("plugin {} is not serving", slot.name));
+        return Err(PluginError::NotServing(slot.name.clone()));
     };
     let started = Instant::now();
     let result = version
@@ -75,7 +89,10 @@ fn ask<R>(
                 sha256: version.sha256.clone(),
             },
         )),
-        Err(fault) => Err(format!("plugin {} {fault}", slot.name)),
+        Err(fault) => Err(PluginError::Fault {
+            plugin: slot.name.clone(),
+            fault,
+        }),
     }
 }
 
@@ -88,7 +105,7 @@ fn wrong_world() -> wasmtime::Error {
 fn rank_by(
     slot: Option<std::sync::Arc<PluginSlot>>,
     snapshot: &EvictionSnapshot,
-) -> Result<Decision, String> {
+) -> Result<Decision, PluginError> {
     let node = convert::node(&snapshot.node);
     let pressure: Vec<types::SignalObservation> =
         snapshot.pressure.iter().map(convert::observation).collect();
@@ -119,9 +136,13 @@ fn rank_by(
 /// The input of an eviction ranking.
 #[derive(Debug, Clone, Default)]
 pub struct EvictionSnapshot {
+    /// Capacity and allocatable of the node.
     pub node: policy::NodeInfo,
+    /// The thresholds met, the one to relieve first.
     pub pressure: Vec<policy::SignalObservation>,
+    /// Every active pod, in no particular order.
     pub pods: Vec<policy::PodInfo>,
+    /// The pods' names, labels and annotations, by the same index (`pod-meta`).
     pub meta: std::sync::Arc<Vec<PodMeta>>,
 }
 
@@ -130,16 +151,21 @@ impl PluginRegistry {
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
         match rank_by(self.slot(World::EvictionPolicy), snapshot) {
             Ok(decision) => decision,
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
 
     /// The shadow eviction plugin's ranking of the same snapshot, if one is configured; a
-    /// faulty shadow gives `Err(reason)` and has no fallback (it decides nothing).
-    pub fn rank_shadow(&self, snapshot: &EvictionSnapshot) -> Option<Result<Decision, String>> {
+    /// faulty shadow gives `Err` and has no fallback (it decides nothing).
+    pub fn rank_shadow(
+        &self,
+        snapshot: &EvictionSnapshot,
+    ) -> Option<Result<Decision, PluginError>> {
         let slot = self.shadow_slot(World::EvictionPolicy)?;
         Some(rank_by(Some(slot), snapshot))
     }
@@ -181,9 +207,11 @@ impl PluginRegistry {
         );
         match answer {
             Ok((order, decided_by)) => Decision { order, decided_by },
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::gc::plan_images(disk, images, now_ms),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
@@ -211,44 +239,42 @@ impl PluginRegistry {
         );
         match answer {
             Ok((order, decided_by)) => Decision { order, decided_by },
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::gc::plan_containers(dead, gc_policy),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
 
     /// Runs the named probe plugin; a fault fails the probe with the reason.
-    pub fn probe(
-        &self,
-        plugin: &str,
-        request: &types::ProbeRequest,
-        scope: PodScope,
-    ) -> types::ProbeResult {
+    pub fn probe(&self, plugin: &str, request: &ProbeRequest, scope: PodScope) -> ProbeResult {
         let Some(slot) = self
             .slot_named(plugin)
             .filter(|s| s.world == World::ProbeHandler)
         else {
-            return types::ProbeResult {
-                outcome: types::ProbeOutcome::Failure,
-                message: format!("no probe-handler plugin named {plugin:?} is configured"),
+            return ProbeResult {
+                outcome: ProbeOutcome::Failure,
+                message: PluginError::NoProbePlugin(plugin.to_string()).to_string(),
             };
         };
+        let request = convert::probe_request(request);
         let answer = ask(
             Some(slot),
             CallMeta::default(),
             Some(scope),
             |store, bindings| match bindings {
-                WorldBindings::Probe(b) => b.call_check(store, request).map(Ok),
+                WorldBindings::Probe(b) => b.call_check(store, &request).map(Ok),
                 _ => Err(wrong_world()),
             },
             |_| Ok(()),
         );
         match answer {
-            Ok((result, _)) => result,
-            Err(reason) => types::ProbeResult {
-                outcome: types::ProbeOutcome::Failure,
-                message: reason,
+            Ok((result, _)) => convert::probe_result(result),
+            Err(error) => ProbeResult {
+                outcome: ProbeOutcome::Failure,
+                message: error.to_string(),
             },
         }
     }
@@ -258,9 +284,10 @@ impl PluginRegistry {
     /// open); with no plugin the pod is admitted by the built-in handlers alone.
     pub fn admit(
         &self,
-        pod: &types::AdmissionPod,
+        pod: &AdmissionPod,
         meta: PodMeta,
     ) -> Result<DecidedBy, (String, DecidedBy)> {
+        let pod = convert::admission_pod(pod);
         let meta = std::sync::Arc::new(vec![meta]);
         let mut decided = DecidedBy::BuiltIn {
             reason: "no plugin configured".into(),
@@ -274,7 +301,7 @@ impl PluginRegistry {
                 },
                 None,
                 |store, bindings| match bindings {
-                    WorldBindings::Hooks(b) => b.call_admit(store, pod).map(Ok),
+                    WorldBindings::Hooks(b) => b.call_admit(store, &pod).map(Ok),
                     _ => Err(wrong_world()),
                 },
                 |_| Ok(()),
@@ -282,7 +309,8 @@ impl PluginRegistry {
             match answer {
                 Ok((Ok(()), by)) => decided = by,
                 Ok((Err(reason), by)) => return Err((reason, by)),
-                Err(reason) => {
+                Err(error) => {
+                    let reason = error.to_string();
                     tracing::warn!(%reason, "admission plugin faulted; admitting as far as it goes");
                     decided = DecidedBy::BuiltIn { reason }
                 }
@@ -299,7 +327,7 @@ impl PluginRegistry {
         container: &str,
         meta: PodMeta,
         scope: PodScope,
-    ) -> Result<(), String> {
+    ) -> Result<(), PluginError> {
         self.hooks(meta, scope, |store, bindings| match bindings {
             WorldBindings::Hooks(b) => b.call_post_start(store, container),
             _ => Err(wrong_world()),
@@ -308,7 +336,12 @@ impl PluginRegistry {
 
     /// Runs every `lifecycle-hooks` plugin's `pre-stop` for `container` with the grace left
     /// (each bounded as in [`PluginRegistry::post_start`]); the first failure is returned.
-    pub fn pre_stop(&self, container: &str, meta: PodMeta, scope: PodScope) -> Result<(), String> {
+    pub fn pre_stop(
+        &self,
+        container: &str,
+        meta: PodMeta,
+        scope: PodScope,
+    ) -> Result<(), PluginError> {
         self.hooks(meta, scope, |store, bindings| {
             let grace_ms = store.data().scope.as_ref().map_or(0, |s| {
                 s.deadline
@@ -328,10 +361,10 @@ impl PluginRegistry {
         meta: PodMeta,
         scope: PodScope,
         call: impl Fn(
-            &mut wasmtime::Store<super::state::HostState>,
+            &mut wasmtime::Store<HostState>,
             &WorldBindings,
         ) -> wasmtime::Result<Result<(), String>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PluginError> {
         let meta = std::sync::Arc::new(vec![meta]);
         for slot in self.slots_of(World::LifecycleHooks) {
             // A plugin that is not serving (not loaded, or failed) has no hook to run.
@@ -340,7 +373,7 @@ impl PluginRegistry {
             };
             let mut scope = scope.clone();
             scope.deadline = scope.deadline.min(Instant::now() + version.deadline());
-            let name = slot.name.clone();
+            let plugin = slot.name.clone();
             let answer = ask(
                 Some(slot),
                 CallMeta {
@@ -354,8 +387,8 @@ impl PluginRegistry {
             );
             match answer {
                 Ok((Ok(()), _)) => {}
-                Ok((Err(reason), _)) => return Err(format!("plugin {name}: {reason}")),
-                Err(reason) => return Err(reason),
+                Ok((Err(reason), _)) => return Err(PluginError::Refused { plugin, reason }),
+                Err(error) => return Err(error),
             }
         }
         Ok(())
