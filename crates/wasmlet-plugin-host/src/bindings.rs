@@ -1,7 +1,7 @@
 //! Host-side bindings of the four worlds, generated from wit/ by wasmtime's `bindgen!`. The
 //! shared interfaces (`types`, `host`, `pod-meta`) are generated once, in `eviction`, and
-//! reused by the other worlds so the host implements each import once. Private to the crate:
-//! callers see the plain types of `records` instead.
+//! `pod-access` once, in `probe`; the other worlds reuse them, so the host implements each
+//! import once. Private to the crate: callers see the plain types of `records` instead.
 
 #![allow(missing_docs, clippy::all)]
 
@@ -43,6 +43,7 @@ pub mod hooks {
             "wasmlet:plugin/types": crate::bindings::eviction::wasmlet::plugin::types,
             "wasmlet:plugin/host": crate::bindings::eviction::wasmlet::plugin::host,
             "wasmlet:plugin/pod-meta": crate::bindings::eviction::wasmlet::plugin::pod_meta,
+            "wasmlet:plugin/pod-access": crate::bindings::probe::wasmlet::plugin::pod_access,
         },
     });
 }

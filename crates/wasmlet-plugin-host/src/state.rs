@@ -3,7 +3,8 @@
 //! one pod for probe and hook plugins.
 
 use crate::bindings::eviction::wasmlet::plugin::{host, pod_meta};
-use crate::bindings::{convert, hooks, probe, types};
+use crate::bindings::probe::wasmlet::plugin::pod_access;
+use crate::bindings::{convert, types};
 use crate::records::{PodMeta, PodScope};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -265,30 +266,8 @@ impl pod_meta::Host for HostState {
     }
 }
 
-impl probe::wasmlet::plugin::probe_host::Host for HostState {
-    fn http_get(
-        &mut self,
-        port: u16,
-        path: String,
-        headers: Vec<(String, String)>,
-        timeout_ms: u32,
-    ) -> Result<types::HttpResponse, String> {
-        HostState::http_get(self, port, path, headers, timeout_ms)
-    }
-    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
-        HostState::tcp_connect(self, port, timeout_ms)
-    }
-    fn exec(
-        &mut self,
-        container: String,
-        command: Vec<String>,
-        timeout_ms: u32,
-    ) -> Result<types::ExecOutput, String> {
-        HostState::exec(self, container, command, timeout_ms)
-    }
-}
-
-impl hooks::wasmlet::plugin::hook_host::Host for HostState {
+/// One implementation for both worlds that import `pod-access` (probes and hooks).
+impl pod_access::Host for HostState {
     fn http_get(
         &mut self,
         port: u16,
