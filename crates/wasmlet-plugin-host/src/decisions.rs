@@ -57,10 +57,34 @@ fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
     Ok(())
 }
 
-/// Runs `call` on the slot's serving version, records the outcome, and returns the answer
-/// or why the built-in default must decide.
+/// The span of one plugin call: the plugin, its world, the export called and, for a call
+/// about one pod, the pod. Built once per call; at the default level it is disabled and costs
+/// a level check, no allocation.
+fn call_span(slot: &PluginSlot, call: &'static str, pod: Option<&PodMeta>) -> tracing::Span {
+    match pod {
+        Some(pod) => tracing::debug_span!(
+            "plugin_call",
+            plugin = %slot.name,
+            world = slot.world.as_str(),
+            call,
+            pod = %format_args!("{}/{}", pod.namespace, pod.name),
+            uid = %pod.uid
+        ),
+        None => tracing::debug_span!(
+            "plugin_call",
+            plugin = %slot.name,
+            world = slot.world.as_str(),
+            call
+        ),
+    }
+}
+
+/// Runs `call` on the slot's serving version (inside the call's span), records the outcome,
+/// and returns the answer or why the built-in default must decide.
 fn ask<R>(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    name: &'static str,
+    pod: Option<&PodMeta>,
     meta: CallMeta,
     scope: Option<PodScope>,
     call: impl FnOnce(
@@ -75,6 +99,8 @@ fn ask<R>(
     let Some(version) = slot.serving() else {
         return Err(PluginError::NotServing(slot.name.clone()));
     };
+    let span = call_span(&slot, name, pod);
+    let _entered = span.enter();
     let started = Instant::now();
     let result = version
         .call(meta, scope, call)
@@ -104,6 +130,7 @@ fn wrong_world() -> wasmtime::Error {
 /// answer, whatever it says. `Err` is why the plugin could not decide.
 fn rank_by(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    call: &'static str,
     snapshot: &EvictionSnapshot,
 ) -> Result<Decision, PluginError> {
     let node = convert::node(&snapshot.node);
@@ -116,6 +143,8 @@ fn rank_by(
     };
     let (order, decided_by) = ask(
         slot,
+        call,
+        None,
         meta,
         None,
         |store, bindings| match bindings {
@@ -149,7 +178,7 @@ pub struct EvictionSnapshot {
 impl PluginRegistry {
     /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
-        match rank_by(self.slot(World::EvictionPolicy), snapshot) {
+        match rank_by(self.slot(World::EvictionPolicy), "rank", snapshot) {
             Ok(decision) => decision,
             Err(error) => Decision {
                 order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
@@ -167,7 +196,7 @@ impl PluginRegistry {
         snapshot: &EvictionSnapshot,
     ) -> Option<Result<Decision, PluginError>> {
         let slot = self.shadow_slot(World::EvictionPolicy)?;
-        Some(rank_by(Some(slot), snapshot))
+        Some(rank_by(Some(slot), "rank-shadow", snapshot))
     }
 
     /// Plans image removals: indices into `images`, in order.
@@ -186,6 +215,8 @@ impl PluginRegistry {
         };
         let answer = ask(
             self.slot(World::GcStrategy),
+            "plan-images",
+            None,
             meta,
             None,
             |store, bindings| match bindings {
@@ -226,6 +257,8 @@ impl PluginRegistry {
         let wasm_dead: Vec<types::DeadContainer> = dead.iter().map(convert::dead).collect();
         let answer = ask(
             self.slot(World::GcStrategy),
+            "plan-containers",
+            None,
             CallMeta {
                 pods: std::sync::Arc::new(meta),
                 image_tags: Default::default(),
@@ -262,6 +295,8 @@ impl PluginRegistry {
         let request = convert::probe_request(request);
         let answer = ask(
             Some(slot),
+            "check",
+            None,
             CallMeta::default(),
             Some(scope),
             |store, bindings| match bindings {
@@ -295,6 +330,8 @@ impl PluginRegistry {
         for slot in self.slots_of(World::LifecycleHooks) {
             let answer = ask(
                 Some(slot),
+                "admit",
+                meta.first(),
                 CallMeta {
                     pods: meta.clone(),
                     image_tags: Default::default(),
@@ -328,10 +365,15 @@ impl PluginRegistry {
         meta: PodMeta,
         scope: PodScope,
     ) -> Result<(), PluginError> {
-        self.hooks(meta, scope, |store, bindings| match bindings {
-            WorldBindings::Hooks(b) => b.call_post_start(store, container),
-            _ => Err(wrong_world()),
-        })
+        self.hooks(
+            "post-start",
+            meta,
+            scope,
+            |store, bindings| match bindings {
+                WorldBindings::Hooks(b) => b.call_post_start(store, container),
+                _ => Err(wrong_world()),
+            },
+        )
     }
 
     /// Runs every `lifecycle-hooks` plugin's `pre-stop` for `container` with the grace left
@@ -342,7 +384,7 @@ impl PluginRegistry {
         meta: PodMeta,
         scope: PodScope,
     ) -> Result<(), PluginError> {
-        self.hooks(meta, scope, |store, bindings| {
+        self.hooks("pre-stop", meta, scope, |store, bindings| {
             let grace_ms = store.data().scope.as_ref().map_or(0, |s| {
                 s.deadline
                     .saturating_duration_since(Instant::now())
@@ -358,6 +400,7 @@ impl PluginRegistry {
 
     fn hooks(
         &self,
+        name: &'static str,
         meta: PodMeta,
         scope: PodScope,
         call: impl Fn(
@@ -376,6 +419,8 @@ impl PluginRegistry {
             let plugin = slot.name.clone();
             let answer = ask(
                 Some(slot),
+                name,
+                meta.first(),
                 CallMeta {
                     pods: meta.clone(),
                     image_tags: Default::default(),

@@ -326,7 +326,15 @@ impl PluginRegistry {
             Ok(version) => version,
             Err(error) => return slot.reject(&sha256, error.to_string()),
         };
-        if let Err(fault) = version.validate() {
+        let validated = tracing::debug_span!(
+            "plugin_call",
+            plugin = %spec.name,
+            world = spec.world.as_str(),
+            call = "self-check",
+            %sha256
+        )
+        .in_scope(|| version.validate());
+        if let Err(fault) = validated {
             return slot.reject(&sha256, format!("validation failed: {fault}"));
         }
         info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");
