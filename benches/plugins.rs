@@ -1,19 +1,18 @@
 //! Plugin call costs, each beside its native or cold counterpart in the same run:
-//! `cargo bench --bench plugins` (needs scripts/build-plugins.sh first).
+//! `cargo bench -p wasmlet-plugin-host --bench plugins` (needs scripts/build-plugins.sh first).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use wasmlet::plugin::config::{Limits, PluginSpec, World};
-use wasmlet::plugin::engine::sha256_hex;
-use wasmlet::plugin::instance::{LoadedPlugin, WorldBindings};
-use wasmlet::plugin::state::PodMeta;
-use wasmlet::plugin::{EvictionSnapshot, PluginEngine, PluginRegistry};
+use wasmlet_plugin_host::{
+    sha256_hex, EvictionSnapshot, Limits, LoadedPlugin, PluginEngine, PluginRegistry, PluginSpec,
+    PodMeta, World,
+};
 use wasmlet_policy_default as policy;
 
 fn wasm(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../plugins/target/wasm32-wasip2/release/{name}.wasm"
+        "../../plugins/target/wasm32-wasip2/release/{name}.wasm"
     ));
     assert!(
         path.exists(),
@@ -88,14 +87,7 @@ fn calls(c: &mut Criterion) {
         .serving()
         .expect("eviction_default serves");
     c.bench_function("empty call (self-check)", |b| {
-        b.iter(|| {
-            version
-                .call(Default::default(), None, |store, bindings| match bindings {
-                    WorldBindings::Eviction(e) => e.call_self_check(store),
-                    _ => unreachable!(),
-                })
-                .unwrap()
-        })
+        b.iter(|| version.self_check().unwrap())
     });
     let mut group = c.benchmark_group("rank");
     for pods in [1usize, 110, 1000] {
@@ -117,16 +109,16 @@ fn loading(c: &mut Criterion) {
     let cold = PluginEngine::new(None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cached = PluginEngine::new(Some(dir.path().join("cache"))).unwrap();
-    cached.load(&path, &bytes, &sha, false).unwrap();
+    cached.compile(&path, &bytes, &sha, false).unwrap();
     let mut group = c.benchmark_group("load");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
     group.bench_function("compile", |b| {
-        b.iter(|| cold.load(&path, &bytes, &sha, false).unwrap())
+        b.iter(|| cold.compile(&path, &bytes, &sha, false).unwrap())
     });
     group.bench_function("cached load", |b| {
-        b.iter(|| cached.load(&path, &bytes, &sha, false).unwrap())
+        b.iter(|| cached.compile(&path, &bytes, &sha, false).unwrap())
     });
     let version = LoadedPlugin::load(&cached, &spec(path.clone()), &bytes, &sha).unwrap();
     group.bench_function("instantiate + configure + self-check", |b| {

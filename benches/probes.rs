@@ -146,8 +146,8 @@ fn per_probe(node: &Node) {
         ),
     )
     .unwrap();
-    let registry = wasmlet::plugin::PluginRegistry::new(
-        wasmlet::plugin::PluginEngine::new(None).expect("engine"),
+    let registry = wasmlet_plugin_host::PluginRegistry::new(
+        wasmlet_plugin_host::PluginEngine::new(None).expect("engine"),
         Some(plugin_config),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()

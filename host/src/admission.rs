@@ -5,10 +5,10 @@
 //! wasmlet adds: volumes it cannot serve, and the `lifecycle-hooks` plugins.
 
 use crate::eviction::NodePressure;
-use crate::plugin::PluginRegistry;
 use k8s_openapi::api::core::v1::Pod;
 use std::sync::Arc;
 use tracing::info;
+use wasmlet_plugin_host::PluginRegistry;
 
 /// Why a pod was refused: upstream's `PodAdmitResult` reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,9 +126,9 @@ struct PluginAdmitHandler(Arc<PluginRegistry>);
 
 impl AdmitHandler for PluginAdmitHandler {
     fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-        use crate::plugin::bindings::types;
+        use wasmlet_policy_default::QosClass;
         let plugins = &self.0;
-        if !plugins.has(crate::plugin::World::LifecycleHooks) {
+        if !plugins.has(wasmlet_plugin_host::World::LifecycleHooks) {
             return Ok(());
         }
         let pod = attrs.pod;
@@ -145,15 +145,16 @@ impl AdmitHandler for PluginAdmitHandler {
                 })
                 .is_some_and(|m| m.contains_key(name))
         };
-        let container =
-            |c: &k8s_openapi::api::core::v1::Container, is_init: bool| types::AdmissionContainer {
+        let container = |c: &k8s_openapi::api::core::v1::Container, is_init: bool| {
+            wasmlet_plugin_host::AdmissionContainer {
                 name: c.name.clone(),
                 is_init,
                 has_cpu_request: has(c, false, "cpu"),
                 has_memory_request: has(c, false, "memory"),
                 has_cpu_limit: has(c, true, "cpu"),
                 has_memory_limit: has(c, true, "memory"),
-            };
+            }
+        };
         let containers = spec
             .init_containers
             .iter()
@@ -161,13 +162,12 @@ impl AdmitHandler for PluginAdmitHandler {
             .map(|c| container(c, true))
             .chain(spec.containers.iter().map(|c| container(c, false)))
             .collect();
-        let admission = types::AdmissionPod {
-            index: 0,
+        let admission = wasmlet_plugin_host::AdmissionPod {
             priority: spec.priority.unwrap_or(0),
             qos: match crate::resources::pod_qos(pod) {
-                crate::resources::QosClass::Guaranteed => types::QosClass::Guaranteed,
-                crate::resources::QosClass::Burstable => types::QosClass::Burstable,
-                crate::resources::QosClass::BestEffort => types::QosClass::BestEffort,
+                crate::resources::QosClass::Guaranteed => QosClass::Guaranteed,
+                crate::resources::QosClass::Burstable => QosClass::Burstable,
+                crate::resources::QosClass::BestEffort => QosClass::BestEffort,
             },
             // Every pod here comes from the static manifest directory, and upstream counts
             // static pods as critical.
@@ -176,7 +176,7 @@ impl AdmitHandler for PluginAdmitHandler {
             containers,
         };
         let m = &pod.metadata;
-        let meta = crate::plugin::state::PodMeta {
+        let meta = wasmlet_plugin_host::PodMeta {
             namespace: m.namespace.clone().unwrap_or_default(),
             name: m.name.clone().unwrap_or_default(),
             uid: m.uid.clone().unwrap_or_default(),

@@ -10,7 +10,6 @@ use crate::health::Health;
 use crate::kuberuntime::{NodeContext, RuntimeManager};
 use crate::pleg::events::EventSource;
 use crate::pleg::{self, Pleg, PlegConfig};
-use crate::plugin::{PluginEngine, PluginRegistry};
 use crate::pod_worker::NodeRuntime;
 use crate::server::{self, ServerState};
 use crate::source::{self, SourceSnapshot};
@@ -22,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
+use wasmlet_plugin_host::{PluginEngine, PluginRegistry};
 
 /// Why the node agent could not start.
 #[derive(Debug, thiserror::Error)]

@@ -13,7 +13,6 @@ pub mod snapshot;
 use crate::config::eviction::{Threshold, ThresholdValue};
 use crate::gc::GarbageCollector;
 use crate::metrics::{decided_by_label, EvictionLabels, Metrics};
-use crate::plugin::{DecidedBy, PluginRegistry};
 use crate::stats;
 use crate::status::StatusStore;
 use std::collections::HashMap;
@@ -22,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tracing::{info, warn, Instrument};
+use wasmlet_plugin_host::{DecidedBy, PluginRegistry};
 use wasmlet_policy_default::{Pressure, Signal};
 
 use decision_log::DecisionRecord;

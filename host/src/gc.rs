@@ -7,7 +7,6 @@ pub mod images;
 
 use crate::cri::CriClient;
 use crate::metrics::Metrics;
-use crate::plugin::PluginRegistry;
 use crate::source::SourceSnapshot;
 use crate::stats::StatsError;
 use std::collections::HashSet;
@@ -16,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{warn, Instrument};
+use wasmlet_plugin_host::PluginRegistry;
 
 pub use containers::ContainerGc;
 pub use images::{ImageGc, ImageGcPolicy, ImageGcReport};

@@ -23,12 +23,12 @@ pub use sync::{PodSyncState, SyncResult};
 
 use crate::cri::{CriClient, CriError};
 use crate::lifecycle::PodHooks;
-use crate::plugin::PluginRegistry;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use wasmlet_plugin_host::PluginRegistry;
 
 /// Retry period after a failed sync (upstream waits 10s; short periods keep pods moving here).
 pub const SYNC_ERROR_RETRY: Duration = Duration::from_secs(2);

@@ -21,7 +21,6 @@ pub mod machine;
 pub mod metrics;
 pub mod node_status;
 pub mod pleg;
-pub mod plugin;
 pub mod pod_worker;
 pub mod podutil;
 pub mod prober;

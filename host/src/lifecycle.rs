@@ -6,8 +6,6 @@
 //! `post-start` / `pre-stop` after the spec's handler, scoped to the pod.
 
 use crate::cri::{CriClient, CriError};
-use crate::plugin::state::PodMeta;
-use crate::plugin::{PluginRegistry, World};
 use crate::podutil::{self, MINIMUM_GRACE};
 use crate::prober::{exec, http, wasm};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
@@ -15,6 +13,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
+use wasmlet_plugin_host::PodMeta;
+use wasmlet_plugin_host::{PluginRegistry, World};
 
 /// Upstream puts no bound on a postStart hook; wasmlet bounds it so a hung hook cannot hold
 /// a pod worker forever (the container is killed as for a failed hook).
@@ -115,8 +115,8 @@ pub enum HookError {
         container: String,
     },
     /// A `lifecycle-hooks` plugin refused or failed; the text names the plugin.
-    #[error("{0}")]
-    Plugin(String),
+    #[error(transparent)]
+    Plugin(#[from] wasmlet_plugin_host::PluginError),
     /// The blocking task that ran the hook plugins panicked or was cancelled.
     #[error("hook plugin task: {0}")]
     PluginTask(#[source] tokio::task::JoinError),
@@ -394,7 +394,11 @@ mod tests {
             "PreStopHook did not finish within the grace period of 30s"
         );
         assert_eq!(
-            HookError::Plugin("plugin x: no".into()).to_string(),
+            HookError::Plugin(wasmlet_plugin_host::PluginError::Refused {
+                plugin: "x".into(),
+                reason: "no".into()
+            })
+            .to_string(),
             "plugin x: no"
         );
     }

@@ -81,8 +81,8 @@ enum PluginCommand {
         memory_mib: u64,
         /// A host directory the plugin may read, as HOST or HOST:GUEST (repeatable); the
         /// same grant as `capabilities.directories` in the plugin config.
-        #[arg(long = "grant-dir", value_parser = wasmlet::plugin::tool::parse_grant)]
-        grant_dirs: Vec<wasmlet::plugin::config::DirectoryGrant>,
+        #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
+        grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
     },
     /// Write a ready-to-build plugin crate for a world.
     New {
@@ -105,8 +105,8 @@ enum PluginCommand {
         #[arg(long, default_value = "{}")]
         config: String,
         /// A host directory the plugin may read, as HOST or HOST:GUEST (repeatable).
-        #[arg(long = "grant-dir", value_parser = wasmlet::plugin::tool::parse_grant)]
-        grant_dirs: Vec<wasmlet::plugin::config::DirectoryGrant>,
+        #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
+        grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
     },
 }
 
@@ -173,25 +173,25 @@ fn main() -> anyhow::Result<()> {
         } => {
             let world = world
                 .map(|w| {
-                    wasmlet::plugin::World::ALL
+                    wasmlet_plugin_host::World::ALL
                         .into_iter()
                         .find(|known| known.as_str() == w)
                         .ok_or_else(|| anyhow::anyhow!("--world: unknown world {w:?}"))
                 })
                 .transpose()?;
-            let limits = wasmlet::plugin::config::Limits {
+            let limits = wasmlet_plugin_host::Limits {
                 deadline_ms,
                 memory_mib,
                 fuel: None,
             };
             println!(
                 "{}",
-                wasmlet::plugin::tool::validate(
+                wasmlet_plugin_host::validate_plugin(
                     &file,
                     world,
                     &config,
                     limits,
-                    wasmlet::plugin::config::Capabilities {
+                    wasmlet_plugin_host::Capabilities {
                         directories: grant_dirs,
                         ..Default::default()
                     },
@@ -208,11 +208,11 @@ fn main() -> anyhow::Result<()> {
                     sdk,
                 },
         } => {
-            let world = wasmlet::plugin::World::ALL
+            let world = wasmlet_plugin_host::World::ALL
                 .into_iter()
                 .find(|known| known.as_str() == world)
                 .ok_or_else(|| anyhow::anyhow!("--world: unknown world {world:?}"))?;
-            let root = wasmlet::plugin::tool::new_plugin(&name, world, &dir, sdk.as_deref())?;
+            let root = wasmlet_plugin_host::new_plugin(&name, world, &dir, sdk.as_deref())?;
             println!("created {} (world {})", root.display(), world.as_str());
             Ok(())
         }
@@ -225,7 +225,7 @@ fn main() -> anyhow::Result<()> {
                     grant_dirs,
                 },
         } => {
-            let result = wasmlet::plugin::tool::test(&file, &fixture, &config, &grant_dirs)?;
+            let result = wasmlet_plugin_host::test_plugin(&file, &fixture, &config, &grant_dirs)?;
             println!("{}", serde_json::to_string_pretty(&result)?);
             Ok(())
         }

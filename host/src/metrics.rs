@@ -102,9 +102,9 @@ impl Metrics {
 }
 
 /// The label value for a decision's author.
-pub fn decided_by_label(by: &crate::plugin::DecidedBy) -> String {
+pub fn decided_by_label(by: &wasmlet_plugin_host::DecidedBy) -> String {
     match by {
-        crate::plugin::DecidedBy::Plugin { name, .. } => name.clone(),
-        crate::plugin::DecidedBy::BuiltIn { .. } => "built-in".into(),
+        wasmlet_plugin_host::DecidedBy::Plugin { name, .. } => name.clone(),
+        wasmlet_plugin_host::DecidedBy::BuiltIn { .. } => "built-in".into(),
     }
 }

@@ -19,10 +19,10 @@ pub mod tcp;
 pub mod wasm;
 pub mod worker;
 
-use crate::plugin::PluginRegistry;
 use results::ProbeResult;
 use std::sync::Arc;
 use std::time::Instant;
+use wasmlet_plugin_host::PluginRegistry;
 
 pub use results::Outcome;
 pub use spec::{container_probes, Handler, ProbeConfig, PROBE_ANNOTATION_PREFIX};

@@ -29,7 +29,7 @@ pub struct ServerState {
     /// Where the CRI log files are, for `/containerLogs`.
     pub pod_logs_dir: std::path::PathBuf,
     /// The loaded plugins and what they did, for `/plugins`.
-    pub plugins: Arc<crate::plugin::PluginRegistry>,
+    pub plugins: Arc<wasmlet_plugin_host::PluginRegistry>,
     /// The node's own counters, for `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The node's pressure conditions and observations, for `/node` and `/evictions`.

@@ -4,11 +4,11 @@
 
 use super::EvictionManager;
 use crate::metrics::{decided_by_label, PluginLabels};
-use crate::plugin::{DecidedBy, Decision, EvictionSnapshot};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tracing::info;
+use wasmlet_plugin_host::{DecidedBy, Decision, EvictionSnapshot};
 
 /// Decisions kept for `/evictions`.
 const DECISION_LOG_LEN: usize = 100;
@@ -126,7 +126,7 @@ impl EvictionManager {
     /// The shadow plugin's answer for the log; a disagreement with `chosen` is counted.
     pub(super) fn shadow_choice(
         &self,
-        answer: Result<Decision, String>,
+        answer: Result<Decision, wasmlet_plugin_host::PluginError>,
         snapshot: &EvictionSnapshot,
         chosen: Option<u32>,
     ) -> ShadowChoice {
@@ -155,12 +155,12 @@ impl EvictionManager {
             }
             Err(error) => ShadowChoice {
                 decided_by: DecidedBy::BuiltIn {
-                    reason: error.clone(),
+                    reason: error.to_string(),
                 },
                 would_evict: None,
                 ranking: Vec::new(),
                 agrees: false,
-                error: Some(error),
+                error: Some(error.to_string()),
             },
         }
     }

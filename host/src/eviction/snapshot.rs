@@ -5,14 +5,14 @@
 use super::pressure::{is_static, priority, SYSTEM_CRITICAL_PRIORITY};
 use super::EvictionManager;
 use crate::config::eviction::Threshold;
-use crate::plugin::state::PodMeta;
-use crate::plugin::EvictionSnapshot;
 use crate::resources::{self, QosClass};
 use crate::stats::{self, pod::PodPaths};
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::warn;
+use wasmlet_plugin_host::EvictionSnapshot;
+use wasmlet_plugin_host::PodMeta;
 use wasmlet_policy_default::{NodeInfo, PodInfo, SignalObservation};
 
 /// Sum of the pod's container requests of `resource`, in bytes.

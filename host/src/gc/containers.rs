@@ -4,11 +4,11 @@
 use super::GcError;
 use crate::cri::{api, labels, CriClient, Labels};
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
-use crate::plugin::state::PodMeta;
-use crate::plugin::{DecidedBy, PluginRegistry};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use tracing::{debug, info, warn};
+use wasmlet_plugin_host::PodMeta;
+use wasmlet_plugin_host::{DecidedBy, PluginRegistry};
 use wasmlet_policy_default::gc::ContainerGcPolicy;
 use wasmlet_policy_default::DeadContainer;
 

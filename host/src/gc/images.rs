@@ -5,7 +5,6 @@
 use super::GcError;
 use crate::cri::{api, CriClient, Labels};
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
-use crate::plugin::{DecidedBy, PluginRegistry};
 use crate::stats;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -13,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::{debug, info, warn};
+use wasmlet_plugin_host::{DecidedBy, PluginRegistry};
 use wasmlet_policy_default::{DiskInfo, ImageInfo};
 
 /// The KubeletConfiguration's image GC settings.

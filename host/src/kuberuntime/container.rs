@@ -119,7 +119,7 @@ impl RuntimeManager {
             .lifecycle
             .as_ref()
             .is_some_and(|l| l.post_start.is_some());
-        if !declared && !self.plugins.has(crate::plugin::World::LifecycleHooks) {
+        if !declared && !self.plugins.has(wasmlet_plugin_host::World::LifecycleHooks) {
             return;
         }
         let Err(message) = ctx.hooks.post_start(container, id).await else {

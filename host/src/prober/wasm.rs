@@ -6,11 +6,10 @@
 
 use super::{Outcome, ProbeConfig, ProbeKind, ProbeTarget};
 use crate::cri::CriClient;
-use crate::plugin::bindings::types;
-use crate::plugin::state::{ExecFn, PodScope};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wasmlet_plugin_host::{ExecFn, ExecOutput, PodScope, ProbeOutcome, ProbeRequest};
 
 /// A scoped exec for plugins: runs in a container of this pod only, through CRI ExecSync, on
 /// the runtime of the calling task (plugins run on blocking threads, which may block on it).
@@ -28,7 +27,7 @@ pub fn exec_fn(cri: CriClient, containers: Arc<HashMap<String, String>>) -> Opti
                 bytes.truncate(16 * 1024);
                 bytes
             };
-            Ok(types::ExecOutput {
+            Ok(ExecOutput {
                 exit_code: response.exit_code,
                 stdout: cap(response.stdout),
                 stderr: cap(response.stderr),
@@ -70,7 +69,7 @@ pub async fn probe(
         &target.pod_containers,
         Instant::now() + config.timeout,
     );
-    let request = types::ProbeRequest {
+    let request = ProbeRequest {
         args: args.to_string(),
         timeout_ms: config.timeout.as_millis().min(u128::from(u32::MAX)) as u32,
         pod_ip: target.pod_ip.clone(),
@@ -78,9 +77,9 @@ pub async fn probe(
         containers: scope.containers.clone(),
         container: target.container.clone(),
         kind: match config.kind {
-            ProbeKind::Liveness => types::ProbeKind::Liveness,
-            ProbeKind::Readiness => types::ProbeKind::Readiness,
-            ProbeKind::Startup => types::ProbeKind::Startup,
+            ProbeKind::Liveness => wasmlet_plugin_host::ProbeKind::Liveness,
+            ProbeKind::Readiness => wasmlet_plugin_host::ProbeKind::Readiness,
+            ProbeKind::Startup => wasmlet_plugin_host::ProbeKind::Startup,
         },
     };
     let registry = target.plugins.clone();
@@ -88,9 +87,9 @@ pub async fn probe(
     let answer = tokio::task::spawn_blocking(move || registry.probe(&name, &request, scope)).await;
     match answer {
         Ok(result) => match result.outcome {
-            types::ProbeOutcome::Success => Outcome::Success,
-            types::ProbeOutcome::Failure => Outcome::Failure(result.message),
-            types::ProbeOutcome::Unknown => Outcome::Unknown(result.message),
+            ProbeOutcome::Success => Outcome::Success,
+            ProbeOutcome::Failure => Outcome::Failure(result.message),
+            ProbeOutcome::Unknown => Outcome::Unknown(result.message),
         },
         Err(error) => Outcome::Failure(format!("probe plugin {plugin}: {error}")),
     }

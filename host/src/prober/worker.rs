@@ -7,12 +7,12 @@ use super::results::{Outcome, ProbeResult, Published, Shared};
 use super::spec::{Handler, ProbeConfig};
 use super::{exec, grpc, http, metrics, tcp, wasm, ProbeKind, ProbeView, Prober};
 use crate::cri::CriClient;
-use crate::plugin::PluginRegistry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, Instrument};
+use wasmlet_plugin_host::PluginRegistry;
 
 /// Upstream's `maxProbeRetries`: a probe that errors (could not run) is retried this often
 /// within one period; a clean failure is not.

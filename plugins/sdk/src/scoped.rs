@@ -4,8 +4,8 @@
 //! fills in the pod IP and container IDs, refuses ports the pod does not
 //! declare and containers it does not have, and bounds each call by what is
 //! left of the caller's deadline. In a plugin the SDK passes an
-//! implementation backed by the world's import (`probe-host` or
-//! `hook-host`); in tests pass a `fixtures::MockPod`.
+//! implementation backed by the `pod-access` import, which both worlds
+//! share; in tests pass a `fixtures::MockPod`.
 
 use crate::types::{ExecOutput, HttpResponse};
 
@@ -33,7 +33,8 @@ pub trait PodAccess {
         timeout_ms: u32,
     ) -> Result<ExecOutput, String>;
 
-    /// Waits `ms` milliseconds, cut short at the hook's deadline. Hooks only
-    /// (`hook-host.sleep`): in a probe it does nothing and answers `Err`.
+    /// Waits `ms` milliseconds, cut short at the hook's deadline
+    /// (`pod-access.sleep`). Hooks only: in a probe it does nothing and
+    /// answers `Err` (a probe returns and lets the next period run).
     fn sleep(&self, ms: u32) -> Result<(), String>;
 }

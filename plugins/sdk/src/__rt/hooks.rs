@@ -1,7 +1,7 @@
 use core::marker::PhantomData;
 
 use super::state;
-use crate::bindings::hooks::wasmlet::plugin::{hook_host, types as wit};
+use crate::bindings::hooks::wasmlet::plugin::{pod_access, types as wit};
 use crate::bindings::hooks::Guest;
 use crate::{types, LifecycleHooks, PodAccess};
 
@@ -53,7 +53,7 @@ impl<T: LifecycleHooks + Default + 'static> Guest for HooksGuest<T> {
     }
 }
 
-/// [`PodAccess`] through the `hook-host` import.
+/// [`PodAccess`] through the `pod-access` import.
 struct HookHost;
 
 impl PodAccess for HookHost {
@@ -68,7 +68,7 @@ impl PodAccess for HookHost {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        hook_host::http_get(port, path, &headers, timeout_ms).map(|r| types::HttpResponse {
+        pod_access::http_get(port, path, &headers, timeout_ms).map(|r| types::HttpResponse {
             status: r.status,
             headers: r.headers,
             body: r.body,
@@ -76,7 +76,7 @@ impl PodAccess for HookHost {
     }
 
     fn tcp_connect(&self, port: u16, timeout_ms: u32) -> Result<(), String> {
-        hook_host::tcp_connect(port, timeout_ms)
+        pod_access::tcp_connect(port, timeout_ms)
     }
 
     fn exec(
@@ -86,7 +86,7 @@ impl PodAccess for HookHost {
         timeout_ms: u32,
     ) -> Result<types::ExecOutput, String> {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
-        hook_host::exec(container, &command, timeout_ms).map(|o| types::ExecOutput {
+        pod_access::exec(container, &command, timeout_ms).map(|o| types::ExecOutput {
             exit_code: o.exit_code,
             stdout: o.stdout,
             stderr: o.stderr,
@@ -94,7 +94,7 @@ impl PodAccess for HookHost {
     }
 
     fn sleep(&self, ms: u32) -> Result<(), String> {
-        hook_host::sleep(ms);
+        pod_access::sleep(ms);
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 use core::marker::PhantomData;
 
 use super::state;
-use crate::bindings::probe::wasmlet::plugin::{probe_host, types as wit};
+use crate::bindings::probe::wasmlet::plugin::{pod_access, types as wit};
 use crate::bindings::probe::Guest;
 use crate::{types, PodAccess, ProbeHandler};
 
@@ -43,7 +43,7 @@ impl<T: ProbeHandler + Default + 'static> Guest for ProbeGuest<T> {
     }
 }
 
-/// [`PodAccess`] through the `probe-host` import.
+/// [`PodAccess`] through the `pod-access` import.
 struct ProbeHost;
 
 impl PodAccess for ProbeHost {
@@ -58,11 +58,11 @@ impl PodAccess for ProbeHost {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        probe_host::http_get(port, path, &headers, timeout_ms).map(http_response)
+        pod_access::http_get(port, path, &headers, timeout_ms).map(http_response)
     }
 
     fn tcp_connect(&self, port: u16, timeout_ms: u32) -> Result<(), String> {
-        probe_host::tcp_connect(port, timeout_ms)
+        pod_access::tcp_connect(port, timeout_ms)
     }
 
     fn exec(
@@ -72,7 +72,7 @@ impl PodAccess for ProbeHost {
         timeout_ms: u32,
     ) -> Result<types::ExecOutput, String> {
         let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
-        probe_host::exec(container, &command, timeout_ms).map(exec_output)
+        pod_access::exec(container, &command, timeout_ms).map(exec_output)
     }
 
     fn sleep(&self, _ms: u32) -> Result<(), String> {

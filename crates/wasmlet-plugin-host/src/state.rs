@@ -2,9 +2,10 @@
 //! clock, names and labels of the current call's pods on demand, and capabilities scoped to
 //! one pod for probe and hook plugins.
 
-use super::bindings::eviction::wasmlet::plugin::{host, pod_meta};
-use super::bindings::{hooks, probe, types};
-use std::collections::BTreeMap;
+use crate::bindings::eviction::wasmlet::plugin::{host, pod_meta};
+use crate::bindings::probe::wasmlet::plugin::pod_access;
+use crate::bindings::{convert, types};
+use crate::records::{PodMeta, PodScope};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,37 +13,12 @@ use wasmtime::component::ResourceTable;
 use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-/// Strings of one pod that plugins ask for only when they need them.
-#[derive(Debug, Clone, Default)]
-pub struct PodMeta {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// The on-demand strings of the call in progress, by index. Shared, not copied, into the
 /// store: a snapshot's strings cost nothing unless the plugin asks for them.
 #[derive(Debug, Clone, Default)]
 pub struct CallMeta {
     pub pods: Arc<Vec<PodMeta>>,
     pub image_tags: Arc<Vec<Vec<String>>>,
-}
-
-/// Runs a command in one of the scoped pod's containers (CRI ExecSync, in the host).
-pub type ExecFn =
-    Arc<dyn Fn(&str, &[String], Duration) -> Result<types::ExecOutput, String> + Send + Sync>;
-
-/// What a probe or hook plugin may reach: the one pod it serves, until its deadline.
-#[derive(Clone)]
-pub struct PodScope {
-    pub pod_ip: String,
-    /// Declared container ports; `tcp-connect` is limited to them when any are declared.
-    pub ports: Vec<u16>,
-    pub containers: Vec<String>,
-    pub deadline: Instant,
-    pub exec: Option<ExecFn>,
 }
 
 /// The data of a plugin's store.
@@ -96,7 +72,8 @@ impl LogBudget {
         self.0.store(LOG_BUDGET, Ordering::Release);
     }
 
-    /// Events left.
+    /// Events left (what the tests check).
+    #[cfg(test)]
     pub fn left(&self) -> u32 {
         self.0.load(Ordering::Acquire)
     }
@@ -108,10 +85,10 @@ impl HostState {
     pub fn new(
         plugin: Arc<str>,
         limits: StoreLimits,
-        grants: &super::config::Capabilities,
+        grants: &crate::config::Capabilities,
     ) -> Result<Self, String> {
         let log_budget = LogBudget::new(LOG_BUDGET);
-        let wasi = super::wasi::context(&plugin, grants, &log_budget)?;
+        let wasi = crate::wasi::context(&plugin, grants, &log_budget)?;
         Ok(Self {
             plugin,
             limits,
@@ -225,7 +202,7 @@ impl HostState {
             .exec
             .clone()
             .ok_or_else(|| "exec is not available here".to_string())?;
-        exec(&container, &command, timeout)
+        exec(&container, &command, timeout).map(convert::exec_output)
     }
 }
 
@@ -289,30 +266,8 @@ impl pod_meta::Host for HostState {
     }
 }
 
-impl probe::wasmlet::plugin::probe_host::Host for HostState {
-    fn http_get(
-        &mut self,
-        port: u16,
-        path: String,
-        headers: Vec<(String, String)>,
-        timeout_ms: u32,
-    ) -> Result<types::HttpResponse, String> {
-        HostState::http_get(self, port, path, headers, timeout_ms)
-    }
-    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
-        HostState::tcp_connect(self, port, timeout_ms)
-    }
-    fn exec(
-        &mut self,
-        container: String,
-        command: Vec<String>,
-        timeout_ms: u32,
-    ) -> Result<types::ExecOutput, String> {
-        HostState::exec(self, container, command, timeout_ms)
-    }
-}
-
-impl hooks::wasmlet::plugin::hook_host::Host for HostState {
+/// One implementation for both worlds that import `pod-access` (probes and hooks).
+impl pod_access::Host for HostState {
     fn http_get(
         &mut self,
         port: u16,

@@ -21,15 +21,29 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 /// Why a component could not be compiled or loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum CompileError {
+    /// The file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The component file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The bytes are not a component wasmtime accepts.
     #[error("{path} is not a valid component: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The component file.
+        path: PathBuf,
+        /// wasmtime's complaint.
+        message: String,
+    },
 }
+
+/// The engines could not be built (an unsupported setting, or no thread for the ticker).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EngineError(String);
 
 /// The shared engines plus their compile cache.
 #[derive(Clone)]
@@ -73,7 +87,7 @@ struct EpochTicker {
 }
 
 /// Keeps the epoch ticking while a plugin call is in progress.
-pub struct CallGuard(Arc<EpochTicker>);
+pub(crate) struct CallGuard(Arc<EpochTicker>);
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
@@ -91,9 +105,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 impl PluginEngine {
     /// The engines for plugins; `cache_dir` keeps compiled components across restarts.
-    pub fn new(cache_dir: Option<PathBuf>) -> wasmtime::Result<Self> {
-        let metered = Flavour::new(true)?;
-        let unmetered = Flavour::new(false)?;
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
+        let metered = Flavour::new(true).map_err(|e| EngineError(format!("{e:#}")))?;
+        let unmetered = Flavour::new(false).map_err(|e| EngineError(format!("{e:#}")))?;
         let ticking = [metered.engine.weak(), unmetered.engine.weak()];
         let (ticker_tx, ticker_rx) = std::sync::mpsc::channel::<Weak<EpochTicker>>();
         let thread = std::thread::Builder::new()
@@ -119,7 +133,7 @@ impl PluginEngine {
                     }
                 }
             })
-            .map_err(wasmtime::Error::from)?;
+            .map_err(|e| EngineError(format!("cannot start the epoch ticker: {e}")))?;
         let ticker = Arc::new(EpochTicker {
             active_calls: AtomicUsize::new(0),
             thread: thread.thread().clone(),
@@ -137,7 +151,7 @@ impl PluginEngine {
     }
 
     /// Marks a call in progress until the guard drops, so epoch deadlines fire.
-    pub fn begin_call(&self) -> CallGuard {
+    pub(crate) fn begin_call(&self) -> CallGuard {
         if self.ticker.active_calls.fetch_add(1, Ordering::AcqRel) == 0 {
             self.ticker.thread.unpark();
         }
@@ -161,7 +175,7 @@ impl PluginEngine {
     /// Compiles `bytes` (read from `path`) for the metered engine (a plugin with a `fuel`
     /// limit) or the unmetered one, or loads this host's earlier compilation of the same bytes
     /// from the cache. Stores for the component come from `component.engine()`.
-    pub fn load(
+    pub(crate) fn load(
         &self,
         path: &Path,
         bytes: &[u8],
@@ -202,8 +216,20 @@ impl PluginEngine {
         Ok(component)
     }
 
+    /// Compiles `bytes` for the metered or unmetered engine, or finds them in the cache, and drops
+    /// the result: warms the cache, and measures compiling and loading.
+    pub fn compile(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        sha256: &str,
+        metered: bool,
+    ) -> Result<(), CompileError> {
+        self.load(path, bytes, sha256, metered).map(drop)
+    }
+
     /// Reads and loads a component file for the unmetered engine.
-    pub fn load_file(&self, path: &Path) -> Result<(Component, String), CompileError> {
+    pub(crate) fn load_file(&self, path: &Path) -> Result<(Component, String), CompileError> {
         let bytes = std::fs::read(path).map_err(|source| CompileError::Read {
             path: path.to_path_buf(),
             source,

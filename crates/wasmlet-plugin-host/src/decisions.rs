@@ -4,11 +4,13 @@
 //! plugin fails its probe with the reason; a faulty admission plugin admits (fail open).
 //! These functions block (they run Wasm): call them off the async executor.
 
-use super::bindings::{convert, types};
-use super::config::World;
-use super::instance::{Fault, WorldBindings};
-use super::registry::{PluginRegistry, PluginSlot};
-use super::state::{CallMeta, PodMeta, PodScope};
+use crate::bindings::{convert, types};
+use crate::config::World;
+use crate::error::PluginError;
+use crate::instance::{Fault, WorldBindings};
+use crate::records::{AdmissionPod, PodMeta, PodScope, ProbeOutcome, ProbeRequest, ProbeResult};
+use crate::registry::{PluginRegistry, PluginSlot};
+use crate::state::{CallMeta, HostState};
 use std::time::Instant;
 use wasmlet_policy_default as policy;
 
@@ -16,14 +18,26 @@ use wasmlet_policy_default as policy;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum DecidedBy {
-    Plugin { name: String, sha256: String },
-    BuiltIn { reason: String },
+    /// The plugin's answer passed the host's checks.
+    Plugin {
+        /// The plugin's configured name.
+        name: String,
+        /// The version that answered.
+        sha256: String,
+    },
+    /// The built-in default decided, and why the plugin did not.
+    BuiltIn {
+        /// Why no plugin decided (a [`PluginError`] as text).
+        reason: String,
+    },
 }
 
 /// An ordered answer (pods to evict, images or containers to remove) and who gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// Indices into the call's list, first to act on first.
     pub order: Vec<u32>,
+    /// The plugin, or the built-in default with the reason.
     pub decided_by: DecidedBy,
 }
 
@@ -43,24 +57,50 @@ fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
     Ok(())
 }
 
-/// Runs `call` on the slot's serving version, records the outcome, and returns the answer
-/// or why the built-in default must decide.
+/// The span of one plugin call: the plugin, its world, the export called and, for a call
+/// about one pod, the pod. Built once per call; at the default level it is disabled and costs
+/// a level check, no allocation.
+fn call_span(slot: &PluginSlot, call: &'static str, pod: Option<&PodMeta>) -> tracing::Span {
+    match pod {
+        Some(pod) => tracing::debug_span!(
+            "plugin_call",
+            plugin = %slot.name,
+            world = slot.world.as_str(),
+            call,
+            pod = %format_args!("{}/{}", pod.namespace, pod.name),
+            uid = %pod.uid
+        ),
+        None => tracing::debug_span!(
+            "plugin_call",
+            plugin = %slot.name,
+            world = slot.world.as_str(),
+            call
+        ),
+    }
+}
+
+/// Runs `call` on the slot's serving version (inside the call's span), records the outcome,
+/// and returns the answer or why the built-in default must decide.
 fn ask<R>(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    name: &'static str,
+    pod: Option<&PodMeta>,
     meta: CallMeta,
     scope: Option<PodScope>,
     call: impl FnOnce(
-        &mut wasmtime::Store<super::state::HostState>,
+        &mut wasmtime::Store<HostState>,
         &WorldBindings,
     ) -> wasmtime::Result<Result<R, String>>,
     check: impl FnOnce(&R) -> Result<(), Fault>,
-) -> Result<(R, DecidedBy), String> {
+) -> Result<(R, DecidedBy), PluginError> {
     let Some(slot) = slot else {
-        return Err("no plugin configured".into());
+        return Err(PluginError::NotConfigured);
     };
     let Some(version) = slot.serving() else {
-        return Err(format!("plugin {} is not serving", slot.name));
+        return Err(PluginError::NotServing(slot.name.clone()));
     };
+    let span = call_span(&slot, name, pod);
+    let _entered = span.enter();
     let started = Instant::now();
     let result = version
         .call(meta, scope, call)
@@ -75,7 +115,10 @@ fn ask<R>(
                 sha256: version.sha256.clone(),
             },
         )),
-        Err(fault) => Err(format!("plugin {} {fault}", slot.name)),
+        Err(fault) => Err(PluginError::Fault {
+            plugin: slot.name.clone(),
+            fault,
+        }),
     }
 }
 
@@ -87,8 +130,9 @@ fn wrong_world() -> wasmtime::Error {
 /// answer, whatever it says. `Err` is why the plugin could not decide.
 fn rank_by(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    call: &'static str,
     snapshot: &EvictionSnapshot,
-) -> Result<Decision, String> {
+) -> Result<Decision, PluginError> {
     let node = convert::node(&snapshot.node);
     let pressure: Vec<types::SignalObservation> =
         snapshot.pressure.iter().map(convert::observation).collect();
@@ -99,6 +143,8 @@ fn rank_by(
     };
     let (order, decided_by) = ask(
         slot,
+        call,
+        None,
         meta,
         None,
         |store, bindings| match bindings {
@@ -119,29 +165,38 @@ fn rank_by(
 /// The input of an eviction ranking.
 #[derive(Debug, Clone, Default)]
 pub struct EvictionSnapshot {
+    /// Capacity and allocatable of the node.
     pub node: policy::NodeInfo,
+    /// The thresholds met, the one to relieve first.
     pub pressure: Vec<policy::SignalObservation>,
+    /// Every active pod, in no particular order.
     pub pods: Vec<policy::PodInfo>,
+    /// The pods' names, labels and annotations, by the same index (`pod-meta`).
     pub meta: std::sync::Arc<Vec<PodMeta>>,
 }
 
 impl PluginRegistry {
     /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
-        match rank_by(self.slot(World::EvictionPolicy), snapshot) {
+        match rank_by(self.slot(World::EvictionPolicy), "rank", snapshot) {
             Ok(decision) => decision,
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
 
     /// The shadow eviction plugin's ranking of the same snapshot, if one is configured; a
-    /// faulty shadow gives `Err(reason)` and has no fallback (it decides nothing).
-    pub fn rank_shadow(&self, snapshot: &EvictionSnapshot) -> Option<Result<Decision, String>> {
+    /// faulty shadow gives `Err` and has no fallback (it decides nothing).
+    pub fn rank_shadow(
+        &self,
+        snapshot: &EvictionSnapshot,
+    ) -> Option<Result<Decision, PluginError>> {
         let slot = self.shadow_slot(World::EvictionPolicy)?;
-        Some(rank_by(Some(slot), snapshot))
+        Some(rank_by(Some(slot), "rank-shadow", snapshot))
     }
 
     /// Plans image removals: indices into `images`, in order.
@@ -160,6 +215,8 @@ impl PluginRegistry {
         };
         let answer = ask(
             self.slot(World::GcStrategy),
+            "plan-images",
+            None,
             meta,
             None,
             |store, bindings| match bindings {
@@ -181,9 +238,11 @@ impl PluginRegistry {
         );
         match answer {
             Ok((order, decided_by)) => Decision { order, decided_by },
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::gc::plan_images(disk, images, now_ms),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
@@ -198,6 +257,8 @@ impl PluginRegistry {
         let wasm_dead: Vec<types::DeadContainer> = dead.iter().map(convert::dead).collect();
         let answer = ask(
             self.slot(World::GcStrategy),
+            "plan-containers",
+            None,
             CallMeta {
                 pods: std::sync::Arc::new(meta),
                 image_tags: Default::default(),
@@ -211,44 +272,44 @@ impl PluginRegistry {
         );
         match answer {
             Ok((order, decided_by)) => Decision { order, decided_by },
-            Err(reason) => Decision {
+            Err(error) => Decision {
                 order: policy::gc::plan_containers(dead, gc_policy),
-                decided_by: DecidedBy::BuiltIn { reason },
+                decided_by: DecidedBy::BuiltIn {
+                    reason: error.to_string(),
+                },
             },
         }
     }
 
     /// Runs the named probe plugin; a fault fails the probe with the reason.
-    pub fn probe(
-        &self,
-        plugin: &str,
-        request: &types::ProbeRequest,
-        scope: PodScope,
-    ) -> types::ProbeResult {
+    pub fn probe(&self, plugin: &str, request: &ProbeRequest, scope: PodScope) -> ProbeResult {
         let Some(slot) = self
             .slot_named(plugin)
             .filter(|s| s.world == World::ProbeHandler)
         else {
-            return types::ProbeResult {
-                outcome: types::ProbeOutcome::Failure,
-                message: format!("no probe-handler plugin named {plugin:?} is configured"),
+            return ProbeResult {
+                outcome: ProbeOutcome::Failure,
+                message: PluginError::NoProbePlugin(plugin.to_string()).to_string(),
             };
         };
+        let request = convert::probe_request(request);
         let answer = ask(
             Some(slot),
+            "check",
+            None,
             CallMeta::default(),
             Some(scope),
             |store, bindings| match bindings {
-                WorldBindings::Probe(b) => b.call_check(store, request).map(Ok),
+                WorldBindings::Probe(b) => b.call_check(store, &request).map(Ok),
                 _ => Err(wrong_world()),
             },
             |_| Ok(()),
         );
         match answer {
-            Ok((result, _)) => result,
-            Err(reason) => types::ProbeResult {
-                outcome: types::ProbeOutcome::Failure,
-                message: reason,
+            Ok((result, _)) => convert::probe_result(result),
+            Err(error) => ProbeResult {
+                outcome: ProbeOutcome::Failure,
+                message: error.to_string(),
             },
         }
     }
@@ -258,9 +319,10 @@ impl PluginRegistry {
     /// open); with no plugin the pod is admitted by the built-in handlers alone.
     pub fn admit(
         &self,
-        pod: &types::AdmissionPod,
+        pod: &AdmissionPod,
         meta: PodMeta,
     ) -> Result<DecidedBy, (String, DecidedBy)> {
+        let pod = convert::admission_pod(pod);
         let meta = std::sync::Arc::new(vec![meta]);
         let mut decided = DecidedBy::BuiltIn {
             reason: "no plugin configured".into(),
@@ -268,13 +330,15 @@ impl PluginRegistry {
         for slot in self.slots_of(World::LifecycleHooks) {
             let answer = ask(
                 Some(slot),
+                "admit",
+                meta.first(),
                 CallMeta {
                     pods: meta.clone(),
                     image_tags: Default::default(),
                 },
                 None,
                 |store, bindings| match bindings {
-                    WorldBindings::Hooks(b) => b.call_admit(store, pod).map(Ok),
+                    WorldBindings::Hooks(b) => b.call_admit(store, &pod).map(Ok),
                     _ => Err(wrong_world()),
                 },
                 |_| Ok(()),
@@ -282,7 +346,8 @@ impl PluginRegistry {
             match answer {
                 Ok((Ok(()), by)) => decided = by,
                 Ok((Err(reason), by)) => return Err((reason, by)),
-                Err(reason) => {
+                Err(error) => {
+                    let reason = error.to_string();
                     tracing::warn!(%reason, "admission plugin faulted; admitting as far as it goes");
                     decided = DecidedBy::BuiltIn { reason }
                 }
@@ -299,17 +364,27 @@ impl PluginRegistry {
         container: &str,
         meta: PodMeta,
         scope: PodScope,
-    ) -> Result<(), String> {
-        self.hooks(meta, scope, |store, bindings| match bindings {
-            WorldBindings::Hooks(b) => b.call_post_start(store, container),
-            _ => Err(wrong_world()),
-        })
+    ) -> Result<(), PluginError> {
+        self.hooks(
+            "post-start",
+            meta,
+            scope,
+            |store, bindings| match bindings {
+                WorldBindings::Hooks(b) => b.call_post_start(store, container),
+                _ => Err(wrong_world()),
+            },
+        )
     }
 
     /// Runs every `lifecycle-hooks` plugin's `pre-stop` for `container` with the grace left
     /// (each bounded as in [`PluginRegistry::post_start`]); the first failure is returned.
-    pub fn pre_stop(&self, container: &str, meta: PodMeta, scope: PodScope) -> Result<(), String> {
-        self.hooks(meta, scope, |store, bindings| {
+    pub fn pre_stop(
+        &self,
+        container: &str,
+        meta: PodMeta,
+        scope: PodScope,
+    ) -> Result<(), PluginError> {
+        self.hooks("pre-stop", meta, scope, |store, bindings| {
             let grace_ms = store.data().scope.as_ref().map_or(0, |s| {
                 s.deadline
                     .saturating_duration_since(Instant::now())
@@ -325,13 +400,14 @@ impl PluginRegistry {
 
     fn hooks(
         &self,
+        name: &'static str,
         meta: PodMeta,
         scope: PodScope,
         call: impl Fn(
-            &mut wasmtime::Store<super::state::HostState>,
+            &mut wasmtime::Store<HostState>,
             &WorldBindings,
         ) -> wasmtime::Result<Result<(), String>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PluginError> {
         let meta = std::sync::Arc::new(vec![meta]);
         for slot in self.slots_of(World::LifecycleHooks) {
             // A plugin that is not serving (not loaded, or failed) has no hook to run.
@@ -340,9 +416,11 @@ impl PluginRegistry {
             };
             let mut scope = scope.clone();
             scope.deadline = scope.deadline.min(Instant::now() + version.deadline());
-            let name = slot.name.clone();
+            let plugin = slot.name.clone();
             let answer = ask(
                 Some(slot),
+                name,
+                meta.first(),
                 CallMeta {
                     pods: meta.clone(),
                     image_tags: Default::default(),
@@ -354,8 +432,8 @@ impl PluginRegistry {
             );
             match answer {
                 Ok((Ok(()), _)) => {}
-                Ok((Err(reason), _)) => return Err(format!("plugin {name}: {reason}")),
-                Err(reason) => return Err(reason),
+                Ok((Err(reason), _)) => return Err(PluginError::Refused { plugin, reason }),
+                Err(error) => return Err(error),
             }
         }
         Ok(())

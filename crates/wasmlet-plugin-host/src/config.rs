@@ -12,9 +12,13 @@ const KIND: &str = "PluginConfiguration";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {
+    /// Ranks pods for eviction under node pressure.
     EvictionPolicy,
+    /// Plans image and dead-container GC.
     GcStrategy,
+    /// Runs probes that pods select by annotation.
     ProbeHandler,
+    /// Admission, postStart and preStop for the pods it selects.
     LifecycleHooks,
 }
 
@@ -29,6 +33,7 @@ impl World {
         }
     }
 
+    /// Every world, in the order `plugin validate` tries them.
     pub const ALL: [World; 4] = [
         World::EvictionPolicy,
         World::GcStrategy,
@@ -77,6 +82,7 @@ impl Default for Limits {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Capabilities {
+    /// Host directories preopened for the plugin.
     #[serde(default)]
     pub directories: Vec<DirectoryGrant>,
     /// Environment variables the plugin sees (it sees none of the host's).
@@ -110,11 +116,15 @@ impl DirectoryGrant {
 /// One configured plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginSpec {
+    /// A DNS subdomain, unique in the file; names the plugin in logs and `/plugins`.
     pub name: String,
+    /// The world the component must implement.
     pub world: World,
+    /// The component, made absolute against the config file's directory.
     pub path: PathBuf,
     /// Optional pin: a component with another hash is refused.
     pub sha256: Option<String>,
+    /// Deadline, memory cap and fuel of each call.
     pub limits: Limits,
     /// The `config:` value as JSON text, passed to `configure`.
     pub config_json: String,
@@ -156,9 +166,11 @@ struct RawFile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}: {place}: {message}")]
 pub struct PluginConfigError {
+    /// The config file.
     pub file: PathBuf,
     /// `plugins[2] (eviction-batch-first).limits.deadlineMs`, or `(file)`.
     pub place: String,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -210,7 +222,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         };
         let spec: RawSpec = serde_path_to_error::deserialize(value)
             .map_err(|e| error(place(&e.path().to_string()), e.into_inner().to_string()))?;
-        if spec.name.is_empty() || !crate::config::is_dns_subdomain(&spec.name) {
+        if spec.name.is_empty() || !is_dns_subdomain(&spec.name) {
             return Err(error(place("name"), "must be a lowercase DNS name".into()));
         }
         if specs.iter().any(|s| s.name == spec.name) {
@@ -307,6 +319,24 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         });
     }
     Ok(specs)
+}
+
+/// A DNS subdomain (RFC 1123), as Kubernetes names objects: what a plugin name must be.
+fn is_dns_subdomain(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// A DNS label (RFC 1123): what `plugin new` accepts as a crate name.
+pub(crate) fn is_dns_label(name: &str) -> bool {
+    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
 }
 
 #[cfg(test)]

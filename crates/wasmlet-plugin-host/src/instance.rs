@@ -3,10 +3,12 @@
 //! runs past its deadline, exhausts its fuel or its memory cap is a [`Fault`]; the instance is
 //! dropped (a trap poisons it) and rebuilt from the pre-linked component on the next call.
 
-use super::bindings::{eviction, gc, hooks, probe};
-use super::config::{PluginSpec, World};
-use super::engine::{PluginEngine, EPOCH_TICK};
-use super::state::{CallMeta, HostState, PodScope};
+use crate::bindings::{eviction, gc, hooks, probe};
+use crate::config::{PluginSpec, World};
+use crate::engine::{PluginEngine, EPOCH_TICK};
+use crate::error::LoadError;
+use crate::records::PodScope;
+use crate::state::{CallMeta, HostState};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use wasmtime::component::{Component, HasSelf, Linker};
@@ -15,20 +17,28 @@ use wasmtime::{Store, StoreLimitsBuilder, Trap};
 /// Why a call did not produce a usable answer; the host then uses its built-in default.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Fault {
+    /// Interrupted at its deadline (ms): the plugin's, or the probe's or hook's.
     #[error("ran past its {0} ms deadline")]
     Deadline(u64),
+    /// Ran out of its `fuel` limit.
     #[error("exhausted its fuel")]
     Fuel,
+    /// Tried to grow its memory past `memoryMiB`.
     #[error("exceeded its {0} MiB memory cap")]
     Memory(u64),
+    /// Any other trap (a panic, unreachable, an out-of-bounds access...).
     #[error("trapped: {0}")]
     Trap(String),
+    /// A granted directory could not be opened.
     #[error("cannot be given its capabilities: {0}")]
     Grant(String),
+    /// `configure` answered `err`.
     #[error("configure refused the config: {0}")]
     Configure(String),
+    /// The call answered `err` (or `self-check` did).
     #[error("returned an error: {0}")]
     Error(String),
+    /// The answer failed the host's checks.
     #[error("answered nonsense: {0}")]
     Rejected(String),
 }
@@ -41,7 +51,7 @@ enum WorldPre {
 }
 
 /// The instantiated bindings of one world.
-pub enum WorldBindings {
+pub(crate) enum WorldBindings {
     Eviction(eviction::EvictionPolicy),
     Gc(gc::GcStrategy),
     Probe(probe::ProbeHandler),
@@ -55,8 +65,11 @@ struct Warm {
 
 /// A plugin version that compiled, linked and passed validation (or is being validated).
 pub struct LoadedPlugin {
+    /// The configuration it was loaded with.
     pub spec: PluginSpec,
+    /// The component's hash, which tells versions apart.
     pub sha256: String,
+    /// When it was loaded, for `/plugins`.
     pub loaded_at: SystemTime,
     engine: PluginEngine,
     /// The engine the component was compiled for (metered when the limits name fuel).
@@ -93,7 +106,7 @@ fn link(component: &Component, world: World) -> wasmtime::Result<WorldPre> {
 }
 
 /// The world a component implements, by trying each; `None` when it fits none.
-pub fn detect_world(component: &Component) -> Option<World> {
+pub(crate) fn detect_world(component: &Component) -> Option<World> {
     World::ALL
         .into_iter()
         .find(|world| link(component, *world).is_ok())
@@ -121,17 +134,13 @@ impl LoadedPlugin {
         spec: &PluginSpec,
         bytes: &[u8],
         sha256: &str,
-    ) -> Result<Self, String> {
-        let component = engine
-            .load(&spec.path, bytes, sha256, spec.limits.fuel.is_some())
-            .map_err(|e| e.to_string())?;
-        let pre = link(&component, spec.world).map_err(|e| {
-            let found = detect_world(&component)
-                .map_or("no plugin world".to_string(), |w| w.as_str().to_string());
-            format!(
-                "does not implement world {} (it implements {found}): {e:#}",
-                spec.world.as_str()
-            )
+    ) -> Result<Self, LoadError> {
+        let component = engine.load(&spec.path, bytes, sha256, spec.limits.fuel.is_some())?;
+        let pre = link(&component, spec.world).map_err(|e| LoadError::World {
+            expected: spec.world.as_str(),
+            found: detect_world(&component)
+                .map_or("no plugin world".to_string(), |w| w.as_str().to_string()),
+            detail: format!("{e:#}"),
         })?;
         Ok(Self {
             spec: spec.clone(),
@@ -219,7 +228,7 @@ impl LoadedPlugin {
 
     /// Runs `f` on the warm instance (building one if needed) with `meta` and `scope` in the
     /// store, under the plugin's deadline, fuel and memory limits. One call at a time.
-    pub fn call<R>(
+    pub(crate) fn call<R>(
         &self,
         meta: CallMeta,
         scope: Option<PodScope>,
@@ -265,6 +274,22 @@ impl LoadedPlugin {
                 })
             }
         }
+    }
+
+    /// Runs `self-check` on the warm instance under the plugin's limits: the cheapest call
+    /// there is, so it measures what the boundary itself costs.
+    pub fn self_check(&self) -> Result<(), Fault> {
+        let checked = self.call(
+            CallMeta::default(),
+            None,
+            |store, bindings| match bindings {
+                WorldBindings::Eviction(b) => b.call_self_check(store),
+                WorldBindings::Gc(b) => b.call_self_check(store),
+                WorldBindings::Probe(b) => b.call_self_check(store),
+                WorldBindings::Hooks(b) => b.call_self_check(store),
+            },
+        )?;
+        checked.map_err(|reason| Fault::Error(format!("self-check: {reason}")))
     }
 
     /// The deadline as a duration, for messages.

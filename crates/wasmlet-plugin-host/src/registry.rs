@@ -3,9 +3,9 @@
 //! validated off the hot path, then swapped in atomically; calls in flight finish on the old
 //! version; a version that fails validation never replaces a working one.
 
-use super::config::{self, PluginSpec, World};
-use super::engine::{sha256_hex, PluginEngine};
-use super::instance::{Fault, LoadedPlugin};
+use crate::config::{self, PluginSpec, World};
+use crate::engine::{sha256_hex, PluginEngine};
+use crate::instance::{Fault, LoadedPlugin};
 use arc_swap::ArcSwapOption;
 use notify::{RecursiveMode, Watcher};
 use std::collections::{HashSet, VecDeque};
@@ -35,8 +35,11 @@ pub enum PluginState {
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rejected {
+    /// The refused component's hash ("" when it could not be read).
     pub sha256: String,
+    /// Why it was refused.
     pub reason: String,
+    /// When, in RFC 3339.
     pub at: String,
 }
 
@@ -54,7 +57,9 @@ struct Stats {
 
 /// One configured plugin and the version serving it.
 pub struct PluginSlot {
+    /// The plugin's configured name.
     pub name: String,
+    /// The world it serves.
     pub world: World,
     /// Ranks for comparison only (see `PluginSpec::shadow`).
     pub shadow: bool,
@@ -63,8 +68,14 @@ pub struct PluginSlot {
     stats: Mutex<Stats>,
 }
 
+/// A time as the API server writes one (`metav1.Time`'s RFC 3339), as `/pods` shows times.
 fn rfc3339(at: SystemTime) -> String {
-    crate::timestamps::api_time(at).0.to_string()
+    let nanos = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    jiff::Timestamp::from_nanosecond(nanos)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }
 
 impl PluginSlot {
@@ -101,7 +112,7 @@ impl PluginSlot {
     }
 
     /// Records a call's outcome (and its latency) against the version that served it.
-    pub fn record(&self, version: &LoadedPlugin, elapsed: Duration, fault: Option<&Fault>) {
+    pub(crate) fn record(&self, version: &LoadedPlugin, elapsed: Duration, fault: Option<&Fault>) {
         let mut stats = self.stats();
         stats.calls += 1;
         if stats.latencies.len() == LATENCY_SAMPLES {
@@ -199,6 +210,7 @@ impl PluginRegistry {
         registry
     }
 
+    /// The engines the registry compiles with.
     pub fn engine(&self) -> &PluginEngine {
         &self.engine
     }
@@ -312,9 +324,17 @@ impl PluginRegistry {
         let started = Instant::now();
         let version = match LoadedPlugin::load(&self.engine, &spec, &bytes, &sha256) {
             Ok(version) => version,
-            Err(reason) => return slot.reject(&sha256, reason),
+            Err(error) => return slot.reject(&sha256, error.to_string()),
         };
-        if let Err(fault) = version.validate() {
+        let validated = tracing::debug_span!(
+            "plugin_call",
+            plugin = %spec.name,
+            world = spec.world.as_str(),
+            call = "self-check",
+            %sha256
+        )
+        .in_scope(|| version.validate());
+        if let Err(fault) = validated {
             return slot.reject(&sha256, format!("validation failed: {fault}"));
         }
         info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");

@@ -2,12 +2,12 @@
 //! configure and self-check under its limits) and `wasmlet plugin test` (run one decision on
 //! a snapshot file and print it beside the built-in default's).
 
-use super::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World};
-use super::engine::{sha256_hex, PluginEngine};
-use super::instance::{detect_world, LoadedPlugin};
-use super::registry::PluginRegistry;
-use super::state::PodMeta;
-use super::EvictionSnapshot;
+use crate::config::{is_dns_label, Capabilities, DirectoryGrant, Limits, PluginSpec, World};
+use crate::decisions::EvictionSnapshot;
+use crate::engine::{sha256_hex, PluginEngine};
+use crate::instance::{detect_world, LoadedPlugin};
+use crate::records::PodMeta;
+use crate::registry::PluginRegistry;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,12 +17,30 @@ use wasmlet_policy_default as policy;
 /// Why a tool run failed; names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
+    /// The plugin (or the crate `plugin new` writes) at `file` is not usable.
     #[error("{file}: {message}")]
-    Plugin { file: PathBuf, message: String },
+    Plugin {
+        /// The component or crate.
+        file: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The snapshot given to `plugin test` is not usable.
     #[error("{file}: field `{field}`: {message}")]
     Fixture {
+        /// The fixture file.
         file: PathBuf,
+        /// The field path, or `(file)`.
         field: String,
+        /// What is wrong there.
+        message: String,
+    },
+    /// A `--grant-dir` flag that cannot be granted.
+    #[error("--grant-dir {flag:?}: {message}")]
+    Grant {
+        /// The flag's value as given.
+        flag: String,
+        /// What is wrong with it.
         message: String,
     },
 }
@@ -36,20 +54,22 @@ fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError {
 
 /// Parses a `--grant-dir HOST[:GUEST]` flag: a read-only directory, seen by the plugin at
 /// GUEST (default: HOST). HOST is made absolute.
-pub fn parse_grant(text: &str) -> Result<DirectoryGrant, String> {
+pub fn parse_grant(text: &str) -> Result<DirectoryGrant, ToolError> {
+    let fail = |message: String| ToolError::Grant {
+        flag: text.to_string(),
+        message,
+    };
     let (host, guest) = match text.split_once(':') {
         Some((host, guest)) => (host, Some(guest.to_string())),
         None => (text, None),
     };
     if host.is_empty() {
-        return Err(format!("--grant-dir {text:?}: the host directory is empty"));
+        return Err(fail("the host directory is empty".into()));
     }
     if guest.as_deref().is_some_and(|g| !g.starts_with('/')) {
-        return Err(format!(
-            "--grant-dir {text:?}: the guest path must be absolute"
-        ));
+        return Err(fail("the guest path must be absolute".into()));
     }
-    let host_path = std::path::absolute(host).map_err(|e| format!("--grant-dir {text:?}: {e}"))?;
+    let host_path = std::path::absolute(host).map_err(|e| fail(e.to_string()))?;
     let guest_path = guest.or_else(|| Some(host_path.display().to_string()));
     Ok(DirectoryGrant {
         host_path,
@@ -60,7 +80,7 @@ pub fn parse_grant(text: &str) -> Result<DirectoryGrant, String> {
 
 /// Loads `file` for `world` (detected when `None`), then instantiates, configures and
 /// self-checks it under `limits`. Returns a report to print.
-pub fn validate(
+pub fn validate_plugin(
     file: &Path,
     world: Option<World>,
     config_json: &str,
@@ -90,8 +110,8 @@ pub fn validate(
         shadow: false,
         capabilities,
     };
-    let plugin =
-        LoadedPlugin::load(&engine, &spec, &bytes, &sha256).map_err(|e| plugin_error(file, e))?;
+    let plugin = LoadedPlugin::load(&engine, &spec, &bytes, &sha256)
+        .map_err(|e| plugin_error(file, e.to_string()))?;
     let started = Instant::now();
     plugin
         .validate()
@@ -196,7 +216,7 @@ fn qos_named(name: Option<&str>) -> Result<policy::QosClass, String> {
 
 /// Runs one decision of the plugin at `file` on the snapshot in `fixture_file`, and the
 /// built-in default on the same snapshot; returns both as JSON.
-pub fn test(
+pub fn test_plugin(
     file: &Path,
     fixture_file: &Path,
     config_json: &str,
@@ -410,7 +430,7 @@ pub fn new_plugin(
 ) -> Result<PathBuf, ToolError> {
     let root = dir.join(name);
     let fail = |message: String| plugin_error(&root, message);
-    if !crate::source::manifest::is_dns_label(name) {
+    if !is_dns_label(name) {
         return Err(fail(
             "the name must be a lowercase DNS label, e.g. my-eviction-policy".into(),
         ));

@@ -1,0 +1,33 @@
+//! wasmlet's plugin host: policies as WebAssembly components (`wit/`, package
+//! `wasmlet:plugin@0.1.0`), run sandboxed under per-plugin limits, swapped on a live node, and
+//! backed by built-in defaults.
+//!
+//! This is the only crate of the workspace that depends on wasmtime. Its public API speaks the
+//! host's terms (plain records, [`PluginRegistry`] decisions, typed errors); the generated WIT
+//! bindings stay private, so the crate boundary keeps them from spreading.
+
+#![warn(missing_docs)]
+
+mod bindings;
+mod config;
+mod decisions;
+mod engine;
+mod error;
+mod instance;
+mod records;
+mod registry;
+mod state;
+mod tool;
+mod wasi;
+
+pub use config::{Capabilities, DirectoryGrant, Limits, PluginConfigError, PluginSpec, World};
+pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
+pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
+pub use error::{LoadError, PluginError};
+pub use instance::{Fault, LoadedPlugin};
+pub use records::{
+    AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,
+    ProbeOutcome, ProbeRequest, ProbeResult,
+};
+pub use registry::{PluginRegistry, PluginSlot, PluginState, Rejected, FAULTS_TO_FAIL};
+pub use tool::{new_plugin, parse_grant, test_plugin, validate_plugin, ToolError};
