@@ -2,17 +2,18 @@
 //! `synchronize`), with the ranking asked of the `eviction-policy` plugin: measure the
 //! signals ([`signals`]), hold the pressure conditions for the transition period
 //! ([`pressure`]), reclaim disk through GC first, then rank a snapshot of the running pods
-//! ([`snapshot`]) and evict at most one pod per cycle. Every decision is kept for `/evictions`
-//! ([`decision_log`]).
+//! ([`snapshot`]) and evict at most one pod per cycle (`evict.rs`). Every decision is kept
+//! for `/evictions` ([`decision_log`]).
 
 pub mod decision_log;
+mod evict;
 pub mod pressure;
 pub mod signals;
 pub mod snapshot;
 
 use crate::config::eviction::{Threshold, ThresholdValue};
 use crate::gc::GarbageCollector;
-use crate::metrics::{decided_by_label, EvictionLabels, Metrics};
+use crate::metrics::Metrics;
 use crate::stats;
 use crate::status::StatusStore;
 use std::collections::HashMap;
@@ -21,19 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tracing::{info, warn, Instrument};
-use wasmlet_plugin_host::{DecidedBy, PluginRegistry};
+use wasmlet_plugin_host::PluginRegistry;
 use wasmlet_policy_default::{Pressure, Signal};
 
-use decision_log::DecisionRecord;
 use pressure::Condition;
 
 pub use decision_log::DecisionLog;
 pub use pressure::NodePressure;
-
-/// Upstream's pod grace for hard evictions (`immediateEvictionGracePeriodSeconds`).
-const HARD_EVICTION_GRACE: Duration = Duration::from_secs(1);
-/// How long a cycle waits for an evicted pod to be cleaned up (`podCleanupTimeout`).
-const POD_CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why an eviction cycle stopped before it could evict; the next cycle measures again.
 #[derive(Debug, thiserror::Error)]
@@ -220,114 +215,5 @@ impl EvictionManager {
             );
         }
         resolved
-    }
-
-    /// Ranks the running pods, logs the decision, and evicts the first, waiting for it to be
-    /// cleaned up.
-    async fn evict_one(
-        &self,
-        cycle: u64,
-        threshold: &Threshold,
-        available: i64,
-        capacity: i64,
-    ) -> Result<(), EvictionError> {
-        let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
-        let snapshot = Arc::new(snapshot);
-        let (decision, shadow) = {
-            let (plugins, snapshot) = (self.plugins.clone(), snapshot.clone());
-            tokio::task::spawn_blocking(move || {
-                (plugins.rank(&snapshot), plugins.rank_shadow(&snapshot))
-            })
-            .await
-            .map_err(EvictionError::RankingTask)?
-        };
-        if let DecidedBy::BuiltIn { reason } = &decision.decided_by {
-            info!(%reason, "eviction ranked by the built-in default");
-        }
-        let name = |i: u32| snapshot.meta[i as usize].name.clone();
-        let ranking: Vec<String> = decision.order.iter().map(|&i| name(i)).collect();
-        let chosen = decision.order.first().copied();
-        let plugin = decided_by_label(&decision.decided_by);
-        let shadow = shadow.map(|answer| self.shadow_choice(answer, &snapshot, chosen));
-        let threshold_value = threshold.value.resolve(capacity);
-        let mut record = DecisionRecord {
-            time: crate::timestamps::now().0.to_string(),
-            cycle,
-            signal: threshold.signal.as_str(),
-            threshold: threshold_value,
-            available,
-            decided_by: decision.decided_by.clone(),
-            ranking,
-            candidates: decision_log::candidates(&snapshot, &decision.order),
-            evicted: None,
-            message: None,
-            shadow,
-        };
-        let Some(index) = chosen else {
-            warn!(
-                signal = threshold.signal.as_str(),
-                "eviction threshold met but no pod can be evicted"
-            );
-            self.log.push(record);
-            return Ok(());
-        };
-        let pod = &pods[index as usize];
-        let message = signals::eviction_message(
-            threshold,
-            threshold_value,
-            available,
-            signals::pod_usage(threshold.signal, &snapshot.pods[index as usize]),
-        );
-        let pod_grace = Duration::from_secs(
-            pod.spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-                .unwrap_or(30)
-                .max(0) as u64,
-        );
-        let grace = if threshold.is_hard() {
-            HARD_EVICTION_GRACE
-        } else if self.config.max_pod_grace_period.is_zero() {
-            pod_grace
-        } else {
-            pod_grace.min(self.config.max_pod_grace_period)
-        };
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let pod_name = name(index);
-        warn!(pod = %pod_name, signal = threshold.signal.as_str(), %plugin, grace_s = grace.as_secs(), %message, "evicting pod");
-        record.evicted = Some(pod_name);
-        record.message = Some(message.clone());
-        self.log.push(record);
-        self.metrics
-            .evictions
-            .get_or_create(&EvictionLabels {
-                eviction_signal: threshold.signal.as_str().into(),
-                plugin,
-            })
-            .inc();
-        let request = EvictRequest {
-            uid: uid.clone(),
-            message,
-            grace,
-        };
-        if self.evictions.send(request).await.is_err() {
-            // The SyncLoop is gone: the node is shutting down.
-            return Ok(());
-        }
-        // Wait for the pod to be cleaned up before the next cycle (`podCleanupTimeout`).
-        let deadline = Instant::now() + POD_CLEANUP_TIMEOUT + grace;
-        while Instant::now() < deadline {
-            let evicted = self.store.get(&uid).is_none_or(|p| {
-                p.status
-                    .as_ref()
-                    .is_some_and(|s| s.reason.as_deref() == Some("Evicted"))
-            });
-            if evicted {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        warn!(%uid, "evicted pod not cleaned up within the timeout");
-        Ok(())
     }
 }
