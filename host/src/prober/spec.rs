@@ -83,13 +83,6 @@ pub enum ProbeSpecError {
     },
 }
 
-impl From<ProbeSpecError> for String {
-    /// Lifecycle hooks resolve `httpGet` with the same code and report failures as text.
-    fn from(error: ProbeSpecError) -> Self {
-        error.to_string()
-    }
-}
-
 /// How a probe runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handler {
