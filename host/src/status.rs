@@ -47,14 +47,6 @@ pub struct StatusInput<'a> {
     pub terminal: bool,
 }
 
-fn time(nanos: i64) -> Option<Time> {
-    timestamps::api_time_of(nanos)
-}
-
-fn now() -> Time {
-    timestamps::now()
-}
-
 fn terminated_state(
     c: &crate::cri::api::ContainerStatus,
     runtime_name: &str,
@@ -63,8 +55,8 @@ fn terminated_state(
         exit_code: c.exit_code,
         reason: Some(c.reason.clone()).filter(|r| !r.is_empty()),
         message: Some(c.message.clone()).filter(|m| !m.is_empty()),
-        started_at: time(c.started_at),
-        finished_at: time(c.finished_at),
+        started_at: timestamps::api_time_of(c.started_at),
+        finished_at: timestamps::api_time_of(c.finished_at),
         container_id: Some(format!("{runtime_name}://{}", c.id)),
         signal: None,
     }
@@ -101,7 +93,7 @@ fn container_status(
         (None, Some(c)) if runtime_status::is_running(c) => (
             ContainerState {
                 running: Some(ContainerStateRunning {
-                    started_at: time(c.started_at),
+                    started_at: timestamps::api_time_of(c.started_at),
                 }),
                 ..Default::default()
             },
@@ -220,7 +212,7 @@ fn condition(
         status: status.into(),
         reason: if ok { None } else { reason.map(Into::into) },
         message: if ok { None } else { message },
-        last_transition_time: Some(earlier.unwrap_or_else(now)),
+        last_transition_time: Some(earlier.unwrap_or_else(timestamps::now)),
         ..Default::default()
     }
 }
@@ -362,7 +354,7 @@ pub fn rejected(reason: &str, message: String, host_ip: &str) -> PodStatus {
         reason: Some(reason.into()),
         message: Some(message),
         host_ip: Some(host_ip.into()),
-        start_time: Some(now()),
+        start_time: Some(timestamps::now()),
         ..Default::default()
     }
 }
@@ -385,7 +377,7 @@ pub fn mark_evicted(status: &mut PodStatus, message: String) {
         status: "True".into(),
         reason: Some("TerminationByKubelet".into()),
         message: Some(message),
-        last_transition_time: Some(now()),
+        last_transition_time: Some(timestamps::now()),
         ..Default::default()
     });
 }
@@ -422,7 +414,7 @@ impl StatusStore {
     pub fn set_stale(&self, stale: bool) {
         let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
         match (stale, since.is_some()) {
-            (true, false) => *since = Some(now()),
+            (true, false) => *since = Some(timestamps::now()),
             (false, true) => *since = None,
             _ => {}
         }
