@@ -77,6 +77,10 @@ pub struct Overrides {
     pub healthz_port: Option<u16>,
     /// `--max-pods`: how many pods the node admits, over `maxPods`.
     pub max_pods: Option<i64>,
+    /// `--kubeconfig`: join the cluster this kubeconfig names (standalone without it).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--node-labels`: labels added to the Node at registration, `key=value,...`.
+    pub node_labels: Option<String>,
 }
 
 /// Everything the node runs with, after the file and the flags are merged.
@@ -92,6 +96,10 @@ pub struct NodeConfig {
     pub node_name: String,
     /// `--node-ip`, else the address of the interface that holds the default route.
     pub node_ip: IpAddr,
+    /// `--kubeconfig`: the API server and the node's identity; `None` runs standalone.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--node-labels`, parsed: labels the Node is registered with besides the defaults.
+    pub node_labels: std::collections::BTreeMap<String, String>,
 }
 
 /// A warning the caller logs: the config loads, but something in it is ignored.
@@ -175,6 +183,13 @@ impl NodeConfig {
             .root_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from("/var/lib/kubelet"));
+        let node_labels = match &overrides.node_labels {
+            Some(text) => parse_node_labels(text).map_err(|message| ConfigError::Flag {
+                flag: "node-labels".into(),
+                message,
+            })?,
+            None => Default::default(),
+        };
         Ok((
             Self {
                 kubelet,
@@ -182,10 +197,53 @@ impl NodeConfig {
                 root_dir,
                 node_name,
                 node_ip,
+                kubeconfig: overrides.kubeconfig.clone(),
+                node_labels,
             },
             warnings,
         ))
     }
+}
+
+/// Parses `--node-labels` (`key=value,...`), refusing the label prefixes NodeRestriction
+/// forbids a node to set on itself, as upstream's `ValidateKubeletFlags` does.
+fn parse_node_labels(text: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut labels = std::collections::BTreeMap::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not key=value"));
+        };
+        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
+        let name_ok = !name.is_empty()
+            && name.len() <= 63
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !name_ok || (!prefix.is_empty() && !is_dns_subdomain(prefix)) {
+            return Err(format!("{key:?} is not a valid label key"));
+        }
+        let value_ok = value.len() <= 63
+            && (value.is_empty()
+                || (value.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && value.ends_with(|c: char| c.is_ascii_alphanumeric())
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))));
+        if !value_ok {
+            return Err(format!("{value:?} is not a valid value for label {key:?}"));
+        }
+        if prefix == "node-restriction.kubernetes.io"
+            || prefix.ends_with(".node-restriction.kubernetes.io")
+        {
+            return Err(format!(
+                "{key:?}: a node may not set node-restriction.kubernetes.io labels on itself"
+            ));
+        }
+        labels.insert(key.to_string(), value.to_string());
+    }
+    Ok(labels)
 }
 
 type Parsed = (

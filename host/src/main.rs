@@ -144,6 +144,13 @@ struct RunArgs {
     healthz_port: Option<u16>,
     #[arg(long)]
     max_pods: Option<i64>,
+    /// Join the cluster this kubeconfig names, as the node identity it holds; without it
+    /// wasmlet runs standalone on static pods.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Labels the Node is registered with, key=value[,key=value...].
+    #[arg(long)]
+    node_labels: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -283,6 +290,8 @@ fn main() -> anyhow::Result<()> {
                 read_only_port: args.read_only_port,
                 healthz_port: args.healthz_port,
                 max_pods: args.max_pods,
+                kubeconfig: args.kubeconfig,
+                node_labels: args.node_labels,
             };
             let (config, warnings) = NodeConfig::load(args.config.as_deref(), &overrides)?;
             for warning in warnings {

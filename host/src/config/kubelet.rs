@@ -32,6 +32,17 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "imageGCLowThresholdPercent",
     "imageMinimumGCAge",
     "imageMaximumGCAge",
+    "registerNode",
+    "registerWithTaints",
+    "nodeStatusUpdateFrequency",
+    "nodeStatusReportFrequency",
+    "nodeLeaseDurationSeconds",
+    "kubeAPIQPS",
+    "kubeAPIBurst",
+    "eventRecordQPS",
+    "eventBurst",
+    "clusterDNS",
+    "clusterDomain",
 ];
 
 /// Upstream fields that parse but have no effect yet: warned about by name, not as unknown.
@@ -39,9 +50,6 @@ pub const NOT_YET_IMPLEMENTED: &[&str] = &[
     "authentication",
     "authorization",
     "cgroupDriver",
-    "clusterDNS",
-    "clusterDomain",
-    "nodeStatusUpdateFrequency",
     "serializeImagePulls",
 ];
 
@@ -102,6 +110,34 @@ pub struct KubeletConfiguration {
     /// An image unused for longer than this is collected whatever the usage; 0 disables.
     #[serde(rename = "imageMaximumGCAge", with = "duration::go")]
     pub image_maximum_gc_age: Duration,
+    /// In cluster mode, create (or reconcile) this node's Node object at start.
+    pub register_node: bool,
+    /// Taints the Node is registered with (only when it is created, as upstream).
+    pub register_with_taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// How often node status is computed, and patched when it changed.
+    #[serde(with = "duration::go")]
+    pub node_status_update_frequency: Duration,
+    /// How often node status is patched even when nothing changed.
+    #[serde(with = "duration::go")]
+    pub node_status_report_frequency: Duration,
+    /// The Node Lease's duration; it is renewed every quarter of it.
+    pub node_lease_duration_seconds: i32,
+    /// Sustained rate of requests to the API server (0: unlimited).
+    #[serde(rename = "kubeAPIQPS")]
+    pub kube_api_qps: i32,
+    /// Burst of requests to the API server above `kubeAPIQPS`.
+    #[serde(rename = "kubeAPIBurst")]
+    pub kube_api_burst: i32,
+    /// Sustained rate of Events written (0: unlimited).
+    #[serde(rename = "eventRecordQPS")]
+    pub event_record_qps: i32,
+    /// Burst of Events above `eventRecordQPS`.
+    pub event_burst: i32,
+    /// DNS server IPs written to the resolv.conf of pods with `dnsPolicy: ClusterFirst`.
+    #[serde(rename = "clusterDNS")]
+    pub cluster_dns: Vec<String>,
+    /// The cluster's DNS domain: search paths `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
+    pub cluster_domain: String,
 }
 
 impl Default for KubeletConfiguration {
@@ -129,6 +165,17 @@ impl Default for KubeletConfiguration {
             image_gc_low_threshold_percent: 80,
             image_minimum_gc_age: Duration::from_secs(120),
             image_maximum_gc_age: Duration::ZERO,
+            register_node: true,
+            register_with_taints: Vec::new(),
+            node_status_update_frequency: Duration::from_secs(10),
+            node_status_report_frequency: Duration::from_secs(300),
+            node_lease_duration_seconds: 40,
+            kube_api_qps: 50,
+            kube_api_burst: 100,
+            event_record_qps: 50,
+            event_burst: 100,
+            cluster_dns: Vec::new(),
+            cluster_domain: String::new(),
         }
     }
 }
@@ -181,6 +228,32 @@ impl KubeletConfiguration {
                 "imageGCLowThresholdPercent",
                 "must not be greater than imageGCHighThresholdPercent",
             );
+        }
+        for (name, value) in [
+            ("nodeStatusUpdateFrequency", self.node_status_update_frequency),
+            ("nodeStatusReportFrequency", self.node_status_report_frequency),
+        ] {
+            if value.is_zero() {
+                return field(name, "must be greater than 0");
+            }
+        }
+        if self.node_lease_duration_seconds <= 0 {
+            return field("nodeLeaseDurationSeconds", "must be greater than 0");
+        }
+        for (name, value) in [
+            ("kubeAPIQPS", self.kube_api_qps),
+            ("kubeAPIBurst", self.kube_api_burst),
+            ("eventRecordQPS", self.event_record_qps),
+            ("eventBurst", self.event_burst),
+        ] {
+            if value < 0 {
+                return field(name, "must not be negative");
+            }
+        }
+        for ip in &self.cluster_dns {
+            if ip.parse::<std::net::IpAddr>().is_err() {
+                return field("clusterDNS", "every entry must be an IP address");
+            }
         }
         if self.eviction_max_pod_grace_period < 0 {
             return field("evictionMaxPodGracePeriod", "must not be negative");

@@ -40,7 +40,7 @@ fn reads_both_documents_with_upstream_names() {
 fn unknown_fields_warn_by_name() {
     let (_, _, warnings) = parse(
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
-         clusterDNS: [10.96.0.10]\nfrobnicate: true\n",
+         serializeImagePulls: false\nfrobnicate: true\n",
     )
     .unwrap();
     let fields: Vec<_> = warnings
@@ -50,7 +50,7 @@ fn unknown_fields_warn_by_name() {
     assert_eq!(
         fields,
         [
-            ("clusterDNS", "not implemented by wasmlet yet; ignored"),
+            ("serializeImagePulls", "not implemented by wasmlet yet; ignored"),
             ("frobnicate", "unknown field; ignored")
         ]
     );
