@@ -53,6 +53,9 @@ pub enum StartError {
     /// The WebAssembly engine or a plugin could not be set up; the text names the plugin.
     #[error("cannot start the plugin engine: {0}")]
     Plugins(String),
+    /// `--kubeconfig` could not be used to reach the cluster.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ConnectError),
     /// SIGTERM/SIGINT cannot be caught, so a graceful shutdown would be impossible.
     #[error("cannot install the signal handler: {0}")]
     Signal(#[source] std::io::Error),
@@ -61,8 +64,9 @@ pub enum StartError {
 /// Upstream's PLEG health threshold (`genericPlegRelistThreshold`).
 const PLEG_THRESHOLD: Duration = Duration::from_secs(180);
 
-/// Waits until the runtime answers `Version`, retrying with back-off; returns its name.
-async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> String {
+/// Waits until the runtime answers `Version`, retrying with back-off; returns its name and
+/// version.
+async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> (String, String) {
     let mut delay = Duration::from_millis(100);
     loop {
         match cri.version().await {
@@ -73,7 +77,7 @@ async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> String {
                     api = %version.runtime_api_version,
                     "container runtime ready"
                 );
-                return version.runtime_name;
+                return (version.runtime_name, version.runtime_version);
             }
             Err(error) => {
                 warn!(%endpoint, %error, retry_ms = delay.as_millis() as u64, "container runtime not ready");
@@ -113,7 +117,19 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
     let decision_log = Arc::new(DecisionLog::default());
-    let node_facts = Arc::new(std::sync::OnceLock::new());
+    let node_view = Arc::new(crate::node_status::NodeView::new(
+        pressure.clone(),
+        health.clone(),
+    ));
+    let clients = match &config.kubeconfig {
+        Some(path) => {
+            let clients =
+                crate::cluster::ApiClients::connect(path, &config.node_name, kubelet).await?;
+            info!(kubeconfig = %path.display(), node = %config.node_name, "cluster mode: joining the API server");
+            Some(clients)
+        }
+        None => None,
+    };
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
@@ -123,7 +139,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         metrics: metrics.clone(),
         pressure: pressure.clone(),
         evictions: decision_log.clone(),
-        node: node_facts.clone(),
+        node: node_view.clone(),
         probe_metrics: prober.metrics.clone(),
     };
     if kubelet.read_only_port != 0 {
@@ -158,7 +174,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     }
 
     let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
-    let runtime_name = wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
+    let (runtime_name, runtime_version) =
+        wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
 
     let gc = Arc::new(GarbageCollector {
         cri: cri.clone(),
@@ -199,13 +216,15 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             .find(|t| t.signal == signal && t.is_hard())
             .map_or(0, |t| t.value.resolve(capacity))
     };
-    let _ = node_facts.set(crate::node_status::NodeFacts {
+    let _ = node_view.facts.set(crate::node_status::NodeFacts {
         name: config.node_name.clone(),
         ip: config.node_ip.to_string(),
+        hostname: crate::config::machine_hostname(),
         max_pods: kubelet.max_pods,
         memory_capacity_bytes: memory_capacity,
         cpu_capacity_millis: crate::machine::machine_cpu_millis(),
         nodefs_capacity_bytes: nodefs_capacity,
+        hugepages: crate::machine::hugepages(),
         memory_hard_threshold_bytes: hard(
             wasmlet_policy_default::Signal::MemoryAvailable,
             memory_capacity,
@@ -214,7 +233,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             wasmlet_policy_default::Signal::NodefsAvailable,
             nodefs_capacity,
         ),
-        runtime_version: runtime_name.clone(),
+        runtime_version: format!("{runtime_name}://{runtime_version}"),
+        kubelet_port: i32::from(kubelet.port),
+        extra_labels: config.node_labels.clone(),
+        register_taints: kubelet.register_with_taints.clone(),
+        machine: crate::machine::machine_info(),
     });
     let (evict_tx, evict_rx) = mpsc::channel(4);
     let eviction = Arc::new(EvictionManager {
@@ -242,6 +265,31 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     tokio::spawn(eviction.run());
 
     let plugins_for_admission = prober.plugins.clone();
+    let (api_pods_tx, api_pods_rx) = watch::channel(Arc::new(source::ApiSnapshot::default()));
+    let mut status_sinks: Vec<Arc<dyn crate::status::StatusSink>> = Vec::new();
+    // The API's view of this Node (labels, taints, allocatable), for admission.
+    let (node_tx, _node_rx) = watch::channel(None);
+    if let Some(clients) = &clients {
+        let writer = Arc::new(crate::cluster::status_sync::ApiStatusWriter::default());
+        status_sinks.push(writer.clone());
+        let (mirrors_tx, _mirrors_rx) = watch::channel(Vec::new());
+        tokio::spawn(crate::cluster::pod_source::run(
+            clients.clone(),
+            api_pods_tx,
+            mirrors_tx,
+        ));
+        tokio::spawn(writer.run(
+            clients.clone(),
+            Arc::new(crate::cluster::status_sync::NoMirrors),
+        ));
+        tokio::spawn(crate::cluster::run_node(
+            clients.clone(),
+            node_view.clone(),
+            kubelet.clone(),
+            Arc::new(crate::events::LogOnly),
+            node_tx,
+        ));
+    }
     let node = Arc::new(NodeRuntime {
         runtime: RuntimeManager {
             cri: cri.clone(),
@@ -255,7 +303,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
         },
-        status: Arc::new(StatusManager::new(store.clone(), Vec::new())),
+        status: Arc::new(StatusManager::new(store.clone(), status_sinks)),
         runtime_name,
         container_backoff: config.wasmlet.container_restart_back_off,
         image_backoff: config.wasmlet.image_pull_back_off,
@@ -306,7 +354,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     }
 
     let (updates_tx, updates_rx) = mpsc::unbounded_channel();
-    tokio::spawn(source::merge::run(source_rx, updates_tx));
+    tokio::spawn(source::merge::run(
+        source_rx,
+        clients.is_some().then_some(api_pods_rx),
+        updates_tx,
+    ));
     let admission = PodAdmitChain::new(pressure, kubelet.max_pods as usize, plugins_for_admission);
     let syncloop = SyncLoop::new(node, health, admission, config.wasmlet.housekeeping_period);
     let inputs = SyncLoopInputs {

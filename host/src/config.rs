@@ -339,7 +339,8 @@ fn warn_unknown(
     }
 }
 
-fn machine_hostname() -> String {
+/// The machine's hostname (`uname -n`), the node name when no override is given.
+pub fn machine_hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())

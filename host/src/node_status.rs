@@ -1,20 +1,32 @@
-//! The Node object wasmlet would register: capacity, allocatable, the pressure conditions and
-//! Ready. Upstream serves no node status over HTTP; wasmlet shows it at `/node` (and will
-//! patch it to an API server once it has one).
+//! The Node object as this node sees itself (upstream's `nodestatus` setters): labels,
+//! capacity, allocatable, addresses, nodeInfo, daemon endpoints, the pressure conditions and
+//! Ready. Standalone it is served at `/node`; in cluster mode `cluster::node` registers it and
+//! patches its status.
 
 use crate::eviction::NodePressure;
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus, NodeSystemInfo};
+use crate::machine::MachineInfo;
+use k8s_openapi::api::core::v1::{
+    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
+    NodeSystemInfo, Taint,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
+/// The Kubernetes release whose kubelet wasmlet stands in for: `nodeInfo.kubeletVersion` is
+/// `<this>-wasmlet.<wasmlet version>`, a valid semver that version-skew checks accept.
+pub const KUBELET_COMPATIBLE_VERSION: &str = "v1.35.4";
+
 /// What does not change while the node runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NodeFacts {
     /// The node's name, as pods' `spec.nodeName` names it.
     pub name: String,
     /// The node's InternalIP address.
     pub ip: String,
+    /// The machine's hostname, the `Hostname` address.
+    pub hostname: String,
     /// Capacity and allocatable `pods`: how many pods admission lets in.
     pub max_pods: i64,
     /// The machine's memory, for capacity and allocatable `memory`.
@@ -23,14 +35,27 @@ pub struct NodeFacts {
     pub cpu_capacity_millis: i64,
     /// Size of the filesystem holding the root dir, for `ephemeral-storage`.
     pub nodefs_capacity_bytes: i64,
+    /// Pre-allocated huge pages by resource name (`hugepages-2Mi`), in bytes.
+    pub hugepages: Vec<(String, i64)>,
     /// Hard eviction thresholds taken off capacity for allocatable (upstream's formula with
     /// no reserved resources).
     pub memory_hard_threshold_bytes: i64,
     /// The `nodefs.available` hard threshold in bytes, taken off `ephemeral-storage`.
     pub nodefs_hard_threshold_bytes: i64,
-    /// The CRI runtime's name (`containerd`), for `nodeInfo.containerRuntimeVersion`.
+    /// `<runtime name>://<runtime version>` from CRI `Version` (`containerd://1.6.24`).
     pub runtime_version: String,
+    /// The authenticated kubelet port (`port`), for `daemonEndpoints`.
+    pub kubelet_port: i32,
+    /// `--node-labels`, added to the default labels.
+    pub extra_labels: BTreeMap<String, String>,
+    /// `registerWithTaints`: set only when the Node is created.
+    pub register_taints: Vec<Taint>,
+    /// Machine identity and software.
+    pub machine: MachineInfo,
 }
+
+/// Whether the node can run pods now, and if not why (the Ready condition's message).
+pub type Readiness = Result<(), String>;
 
 fn quantity(value: i64) -> Quantity {
     Quantity(value.max(0).to_string())
@@ -40,25 +65,47 @@ fn condition(
     type_: &str,
     active: bool,
     changed: SystemTime,
-    reason_message: (&str, &str),
+    reason: (&str, &str),
 ) -> NodeCondition {
     let now = crate::timestamps::api_time(SystemTime::now());
     NodeCondition {
         type_: type_.into(),
         status: if active { "True" } else { "False" }.into(),
-        reason: Some(reason_message.0.into()),
-        message: Some(reason_message.1.into()),
+        reason: Some(reason.0.into()),
+        message: Some(reason.1.into()),
         last_heartbeat_time: Some(now),
         last_transition_time: Some(crate::timestamps::api_time(changed)),
     }
 }
 
-/// The node as it is now.
-pub fn node(facts: &NodeFacts, pressure: &NodePressure) -> Node {
-    let capacity: BTreeMap<String, Quantity> = [
+/// The labels the node always carries (upstream's `initialNode` plus `--node-labels`).
+pub fn labels(facts: &NodeFacts) -> BTreeMap<String, String> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let mut labels: BTreeMap<String, String> = [
+        ("kubernetes.io/hostname", facts.name.as_str()),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", arch),
+        ("beta.kubernetes.io/os", "linux"),
+        ("beta.kubernetes.io/arch", arch),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    labels.extend(facts.extra_labels.clone());
+    labels
+}
+
+/// Capacity and allocatable: allocatable is capacity minus the hard eviction thresholds and
+/// the huge pages (no reserved resources are configured).
+pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
+    let mut capacity: BTreeMap<String, Quantity> = [
         (
             "cpu".to_string(),
-            Quantity(format!("{}m", facts.cpu_capacity_millis)),
+            Quantity(format!("{}m", facts.cpu_capacity_millis.max(0))),
         ),
         ("memory".to_string(), quantity(facts.memory_capacity_bytes)),
         ("pods".to_string(), quantity(facts.max_pods)),
@@ -68,15 +115,39 @@ pub fn node(facts: &NodeFacts, pressure: &NodePressure) -> Node {
         ),
     ]
     .into();
+    let mut hugepages_total = 0i64;
+    for (name, bytes) in &facts.hugepages {
+        capacity.insert(name.clone(), quantity(*bytes));
+        hugepages_total = hugepages_total.saturating_add(*bytes);
+    }
     let mut allocatable = capacity.clone();
     allocatable.insert(
         "memory".into(),
-        quantity(facts.memory_capacity_bytes - facts.memory_hard_threshold_bytes),
+        quantity(
+            facts
+                .memory_capacity_bytes
+                .saturating_sub(facts.memory_hard_threshold_bytes)
+                .saturating_sub(hugepages_total),
+        ),
     );
     allocatable.insert(
         "ephemeral-storage".into(),
-        quantity(facts.nodefs_capacity_bytes - facts.nodefs_hard_threshold_bytes),
+        quantity(
+            facts
+                .nodefs_capacity_bytes
+                .saturating_sub(facts.nodefs_hard_threshold_bytes),
+        ),
     );
+    (capacity, allocatable)
+}
+
+/// The conditions, with upstream's reasons and messages. `ready_since` is when readiness
+/// last changed; the pressure conditions carry their own transition times.
+pub fn conditions(
+    pressure: &NodePressure,
+    ready: &Readiness,
+    ready_since: SystemTime,
+) -> Vec<NodeCondition> {
     let mut conditions: Vec<NodeCondition> = pressure
         .conditions()
         .into_iter()
@@ -106,41 +177,124 @@ pub fn node(facts: &NodeFacts, pressure: &NodePressure) -> Node {
             condition(c.as_str(), state.active, state.last_transition, reason)
         })
         .collect();
-    conditions.push(condition(
-        "Ready",
-        true,
-        SystemTime::now(),
-        ("KubeletReady", "wasmlet is posting ready status"),
-    ));
+    conditions.push(match ready {
+        Ok(()) => condition(
+            "Ready",
+            true,
+            ready_since,
+            ("KubeletReady", "kubelet is posting ready status"),
+        ),
+        Err(why) => condition("Ready", false, ready_since, ("KubeletNotReady", why)),
+    });
+    conditions
+}
+
+/// The node as it is now.
+pub fn node(
+    facts: &NodeFacts,
+    pressure: &NodePressure,
+    ready: &Readiness,
+    ready_since: SystemTime,
+) -> Node {
+    let (capacity, allocatable) = resources(facts);
+    let mut addresses = vec![NodeAddress {
+        type_: "InternalIP".into(),
+        address: facts.ip.clone(),
+    }];
+    if !facts.hostname.is_empty() {
+        addresses.push(NodeAddress {
+            type_: "Hostname".into(),
+            address: facts.hostname.clone(),
+        });
+    }
     Node {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        metadata: ObjectMeta {
             name: Some(facts.name.clone()),
-            labels: Some(
-                [
-                    ("kubernetes.io/hostname".to_string(), facts.name.clone()),
-                    ("kubernetes.io/os".to_string(), "linux".to_string()),
-                ]
-                .into(),
-            ),
+            labels: Some(labels(facts)),
             ..Default::default()
         },
-        spec: None,
+        spec: Some(NodeSpec {
+            taints: (!facts.register_taints.is_empty()).then(|| facts.register_taints.clone()),
+            ..Default::default()
+        }),
         status: Some(NodeStatus {
             capacity: Some(capacity),
             allocatable: Some(allocatable),
-            conditions: Some(conditions),
-            addresses: Some(vec![k8s_openapi::api::core::v1::NodeAddress {
-                type_: "InternalIP".into(),
-                address: facts.ip.clone(),
-            }]),
+            conditions: Some(conditions(pressure, ready, ready_since)),
+            addresses: Some(addresses),
+            daemon_endpoints: Some(NodeDaemonEndpoints {
+                kubelet_endpoint: Some(DaemonEndpoint {
+                    port: facts.kubelet_port,
+                }),
+            }),
             node_info: Some(NodeSystemInfo {
-                kubelet_version: format!("wasmlet-{}", env!("CARGO_PKG_VERSION")),
+                machine_id: facts.machine.machine_id.clone(),
+                system_uuid: facts.machine.system_uuid.clone(),
+                boot_id: facts.machine.boot_id.clone(),
+                kernel_version: facts.machine.kernel_version.clone(),
+                os_image: facts.machine.os_image.clone(),
+                kubelet_version: format!(
+                    "{KUBELET_COMPATIBLE_VERSION}-wasmlet.{}",
+                    env!("CARGO_PKG_VERSION")
+                ),
+                kube_proxy_version: String::new(),
                 container_runtime_version: facts.runtime_version.clone(),
                 operating_system: "linux".into(),
-                architecture: std::env::consts::ARCH.into(),
+                architecture: labels(facts)
+                    .get("kubernetes.io/arch")
+                    .cloned()
+                    .unwrap_or_default(),
                 ..Default::default()
             }),
             ..Default::default()
         }),
+    }
+}
+
+/// The node's live view: the facts (known once the runtime answered), the pressure
+/// conditions and the health checks, with the time readiness last changed kept across reads.
+pub struct NodeView {
+    /// Set once the runtime has answered (the Node names its version).
+    pub facts: std::sync::OnceLock<NodeFacts>,
+    pressure: std::sync::Arc<NodePressure>,
+    health: std::sync::Arc<crate::health::Health>,
+    ready: std::sync::Mutex<(bool, SystemTime)>,
+}
+
+impl NodeView {
+    /// A view over `pressure` and `health`, facts to be set.
+    pub fn new(
+        pressure: std::sync::Arc<NodePressure>,
+        health: std::sync::Arc<crate::health::Health>,
+    ) -> Self {
+        Self {
+            facts: std::sync::OnceLock::new(),
+            pressure,
+            health,
+            ready: std::sync::Mutex::new((false, SystemTime::now())),
+        }
+    }
+
+    /// Whether the node is ready: the runtime answered, the PLEG relists and the SyncLoop
+    /// turns (upstream's runtime, PLEG and network checks).
+    pub fn readiness(&self) -> Readiness {
+        if self.facts.get().is_none() {
+            return Err("container runtime is not ready: it has not answered yet".into());
+        }
+        self.health.check().map_err(|e| e.to_string())
+    }
+
+    /// The Node as it is now; `None` until the runtime has answered.
+    pub fn current(&self) -> Option<Node> {
+        let facts = self.facts.get()?;
+        let readiness = self.readiness();
+        let since = {
+            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            if ready.0 != readiness.is_ok() {
+                *ready = (readiness.is_ok(), SystemTime::now());
+            }
+            ready.1
+        };
+        Some(node(facts, &self.pressure, &readiness, since))
     }
 }

@@ -59,8 +59,13 @@ pub enum WorkerMessage {
         /// What containerd said of the exit.
         exit: ExitHint,
     },
-    /// The pod was removed: stop it gracefully and remove its containers and sandboxes.
-    Terminate,
+    /// The pod was removed or deleted: stop it gracefully (with `grace` when the deletion
+    /// names one, else the pod's own period), publish its final status, and remove its
+    /// containers and sandboxes.
+    Terminate {
+        /// `deletionGracePeriodSeconds` of a graceful delete.
+        grace: Option<Duration>,
+    },
     /// Node pressure: kill the pod with `grace`, free its volumes, and show it as Failed with
     /// reason Evicted and `message`. It does not run again.
     Evict {
@@ -90,10 +95,10 @@ impl WorkerHandle {
         let _ = self.messages.send(message);
     }
 
-    /// Asks the worker to terminate the pod.
-    pub fn terminate(&mut self) {
+    /// Asks the worker to terminate the pod, with `grace` instead of the pod's own period.
+    pub fn terminate(&mut self, grace: Option<Duration>) {
         self.terminating = true;
-        self.send(WorkerMessage::Terminate);
+        self.send(WorkerMessage::Terminate { grace });
     }
 
     /// Whether the worker has terminated the pod and stopped.
@@ -187,8 +192,8 @@ impl PodWorker {
             debug!("waiting for the previous pod of this name to terminate");
             tokio::select! {
                 _ = async { let _ = predecessor.wait_for(|finished| *finished).await; } => {}
-                Some(WorkerMessage::Terminate) = inbox.recv() => {
-                    self.terminate().await;
+                Some(WorkerMessage::Terminate { grace }) = inbox.recv() => {
+                    self.terminate(grace).await;
                     let _ = done.send(true);
                     return;
                 }
@@ -201,7 +206,7 @@ impl PodWorker {
                 _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
             };
             let Some(first) = message else { return };
-            let mut terminate = false;
+            let mut terminate = None;
             let mut sync = false;
             let mut exits = Vec::new();
             let mut evict = None;
@@ -209,7 +214,9 @@ impl PodWorker {
                 std::iter::once(first).chain(std::iter::from_fn(|| inbox.try_recv().ok()))
             {
                 match message {
-                    WorkerMessage::Terminate => terminate = true,
+                    WorkerMessage::Terminate { grace } => {
+                        terminate = Some(grace.or(terminate.flatten()))
+                    }
                     WorkerMessage::Sync => sync = true,
                     WorkerMessage::Exited { container_id, exit } => {
                         exits.push((container_id, exit))
@@ -217,8 +224,8 @@ impl PodWorker {
                     WorkerMessage::Evict { message, grace } => evict = Some((message, grace)),
                 }
             }
-            if terminate {
-                self.terminate().await;
+            if let Some(grace) = terminate {
+                self.terminate(grace).await;
                 let _ = done.send(true);
                 continue;
             }
@@ -392,23 +399,35 @@ impl PodWorker {
         info!("pod evicted");
     }
 
-    /// Graceful termination and removal of everything the runtime holds for the pod.
-    async fn terminate(&mut self) {
+    /// Graceful termination and removal of everything the runtime holds for the pod: the
+    /// containers are stopped (preStop first), the final status published with a terminal
+    /// phase, then containers and sandboxes removed.
+    async fn terminate(&mut self, grace: Option<Duration>) {
         self.state = WorkerState::Terminating;
-        let grace = podutil::grace_period(&self.pod);
+        let grace = grace
+            .map(|g| g.max(MINIMUM_GRACE))
+            .unwrap_or_else(|| podutil::grace_period(&self.pod));
         self.pod.metadata.deletion_timestamp = Some(timestamps::now());
         self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
         self.node.status.mark_terminating(&self.uid, grace);
         // No probe acts on a pod being deleted (upstream sets liveness and startup to success).
         self.probes.clear();
         info!(grace_s = grace.as_secs(), "terminating pod");
-        let runtime = &self.node.runtime;
-        let pod = &self.pod;
-        let uid = &self.uid;
-        retry("terminating pod failed", || async move {
+        let node = self.node.clone();
+        let runtime = &node.runtime;
+        let pod = &self.pod.clone();
+        let uid = &self.uid.clone();
+        let stopped = retry("terminating pod failed", || async move {
             let current = runtime.fetch(uid).await?;
             let hooks = runtime.hooks(pod, &current);
-            kuberuntime::kill_and_remove(&runtime.cri, &current, |_| grace, Some(&hooks)).await
+            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks)).await?;
+            runtime.fetch(uid).await
+        })
+        .await;
+        self.publish(&stopped, &HashMap::new(), true);
+        retry("removing pod failed", || async move {
+            let current = runtime.fetch(uid).await?;
+            kuberuntime::kill_and_remove(&runtime.cri, &current, |_| grace, None).await
         })
         .await;
         let qos = crate::resources::pod_qos(&self.pod);

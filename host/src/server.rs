@@ -36,16 +36,16 @@ pub struct ServerState {
     pub pressure: Arc<crate::eviction::NodePressure>,
     /// The last eviction decisions, for `/evictions`.
     pub evictions: Arc<crate::eviction::DecisionLog>,
-    /// Set once the runtime has answered (the Node names its version).
-    pub node: Arc<std::sync::OnceLock<crate::node_status::NodeFacts>>,
+    /// The node's live view, for `/node`.
+    pub node: Arc<crate::node_status::NodeView>,
     /// The prober's metrics, served at `/metrics/probes`.
     pub probe_metrics: Arc<crate::prober::metrics::ProbeMetrics>,
 }
 
 /// The Node object: capacity, allocatable and the pressure conditions.
 async fn node(State(state): State<ServerState>) -> Response {
-    match state.node.get() {
-        Some(facts) => Json(crate::node_status::node(facts, &state.pressure)).into_response(),
+    match state.node.current() {
+        Some(node) => Json(node).into_response(),
         None => (
             StatusCode::SERVICE_UNAVAILABLE,
             "the container runtime has not answered yet",

@@ -58,6 +58,16 @@ pub struct SourceSnapshot {
     pub errors: Vec<ManifestError>,
 }
 
+/// The API server source's view (cluster mode): the pods bound to this node, mirror pods
+/// excluded. `cluster::pod_source` fills it; the merge reads it beside the static snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct ApiSnapshot {
+    /// Whether the first list has completed (upstream's `sourcesReady` for the API source).
+    pub ready: bool,
+    /// The pods bound to this node.
+    pub pods: Vec<Pod>,
+}
+
 /// Reads every manifest under `path` (a directory, or a single file as upstream allows).
 pub fn scan(path: &Path, node_name: &str) -> SourceSnapshot {
     let mut snapshot = SourceSnapshot {

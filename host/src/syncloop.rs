@@ -18,6 +18,16 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+/// The grace period of a graceful delete: `deletionGracePeriodSeconds` once
+/// `deletionTimestamp` is set (the pod's own period if the deletion names none).
+fn deletion_grace(pod: &Pod) -> Option<Duration> {
+    pod.metadata.deletion_timestamp.as_ref()?;
+    Some(pod.metadata.deletion_grace_period_seconds.map_or_else(
+        || podutil::grace_period(pod),
+        |s| Duration::from_secs(s.max(0) as u64),
+    ))
+}
+
 /// Inputs of the loop.
 pub struct SyncLoopInputs {
     /// Additions, updates and removals of the merged pod sources.
@@ -124,14 +134,24 @@ impl SyncLoop {
             }
             if let Some(worker) = self.workers.get_mut(uid).filter(|w| !w.terminating) {
                 info!(pod = %worker.full_name, %uid, "pod removed from its source; terminating");
-                worker.terminate();
+                worker.terminate(None);
             }
         }
         for pod in updates.updated {
-            // A static pod's spec never changes under its UID (an edit makes a new UID);
-            // updates come with the API-server source.
-            warn!(pod = %podutil::full_name(&pod.pod), uid = %pod.uid(), "pod spec changed under the same UID; not applied");
-            self.desired.insert(pod.uid().to_string(), pod);
+            let uid = pod.uid().to_string();
+            if let Some(grace) = deletion_grace(&pod.pod) {
+                // A graceful delete (upstream treats it as an update): stop the pod with the
+                // deletion's grace period; the API object goes once the pod is gone.
+                if let Some(worker) = self.workers.get_mut(&uid).filter(|w| !w.terminating) {
+                    info!(pod = %worker.full_name, %uid, grace_s = grace.as_secs(), "pod deleted in the API server; terminating");
+                    worker.terminate(Some(grace));
+                }
+            } else if self.workers.contains_key(&uid) {
+                // Only the spec's mutable parts (images, activeDeadlineSeconds, tolerations)
+                // may change under a UID; wasmlet does not apply them to a running pod yet.
+                info!(pod = %podutil::full_name(&pod.pod), %uid, "pod updated");
+            }
+            self.desired.insert(uid, pod);
         }
         for pod in updates.added {
             let uid = pod.uid().to_string();
@@ -140,7 +160,9 @@ impl SyncLoop {
         }
     }
 
-    /// Admits the desired pod `uid` unless it already has a worker or was refused.
+    /// Admits the desired pod `uid` unless it already has a worker or was refused. A pod
+    /// deleted before it started gets a worker that terminates it at once, so its API
+    /// object is removed as for any other pod.
     fn admit_desired(&mut self, uid: &str, runtime_pods: Option<&HashSet<String>>) {
         if self.workers.contains_key(uid) || self.rejected.contains(uid) {
             return;
@@ -184,10 +206,12 @@ impl SyncLoop {
         // runtime holds nothing for this pod: its first sync need not read the runtime.
         let known_empty = runtime_pods.is_some_and(|pods| !pods.contains(uid))
             && !self.orphan_cleanups.contains_key(uid);
-        self.workers.insert(
-            uid.to_string(),
-            pod_worker::spawn(self.node.clone(), pod, predecessor, known_empty),
-        );
+        let grace = deletion_grace(&pod);
+        let mut worker = pod_worker::spawn(self.node.clone(), pod, predecessor, known_empty);
+        if grace.is_some() {
+            worker.terminate(grace);
+        }
+        self.workers.insert(uid.to_string(), worker);
     }
 
     /// Forgets finished workers, starts again the pods a source still wants whose previous
@@ -197,11 +221,16 @@ impl SyncLoop {
     fn housekeeping(&mut self, runtime_pods: Option<&HashSet<String>>) {
         self.workers.retain(|_, w| !w.finished());
         self.orphan_cleanups.retain(|_, task| !task.is_finished());
+        // A pod being deleted in the API server that has terminated is not started again.
         let restart: Vec<String> = self
             .desired
-            .keys()
-            .filter(|uid| !self.workers.contains_key(*uid) && !self.rejected.contains(*uid))
-            .cloned()
+            .iter()
+            .filter(|(uid, pod)| {
+                !self.workers.contains_key(*uid)
+                    && !self.rejected.contains(*uid)
+                    && deletion_grace(&pod.pod).is_none()
+            })
+            .map(|(uid, _)| uid.clone())
             .collect();
         for uid in restart {
             info!(%uid, "pod wanted again after its termination; starting it");

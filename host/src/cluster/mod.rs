@@ -4,6 +4,11 @@
 //! server as the node identity of `--kubeconfig` (`system:node:<name>` under the Node
 //! authorizer and NodeRestriction) and never needs more.
 
+pub mod lease;
+pub mod node;
+pub mod pod_source;
+pub mod status_sync;
+
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::path::Path;
@@ -171,4 +176,41 @@ impl From<kube::Error> for ApiError {
             other => ApiError::Transport(other.to_string()),
         }
     }
+}
+
+/// The node's side of the cluster, run once the runtime has answered: register the Node,
+/// then keep its Lease, its status and the API's view of it (`node_tx`) for as long as the
+/// process runs.
+pub async fn run_node(
+    clients: ApiClients,
+    view: Arc<crate::node_status::NodeView>,
+    kubelet: crate::config::KubeletConfiguration,
+    events: Arc<dyn crate::events::EventRecorder>,
+    node_tx: tokio::sync::watch::Sender<Option<k8s_openapi::api::core::v1::Node>>,
+) {
+    let (uid_tx, uid_rx) = tokio::sync::watch::channel(None);
+    if !kubelet.register_node {
+        tracing::info!("registerNode is false: the Node is expected to exist");
+    }
+    tokio::spawn(lease::run(
+        clients.clone(),
+        kubelet.node_lease_duration_seconds,
+        uid_rx,
+    ));
+    tokio::spawn(node::watch_node(clients.clone(), node_tx));
+    let registered = if kubelet.register_node {
+        node::register(&clients, &view).await
+    } else {
+        node::wait_for_node(&clients).await
+    };
+    let _ = uid_tx.send(registered.metadata.uid.clone());
+    node::run_status(
+        clients,
+        view,
+        registered,
+        kubelet.node_status_update_frequency,
+        kubelet.node_status_report_frequency,
+        events,
+    )
+    .await;
 }

@@ -230,8 +230,14 @@ impl KubeletConfiguration {
             );
         }
         for (name, value) in [
-            ("nodeStatusUpdateFrequency", self.node_status_update_frequency),
-            ("nodeStatusReportFrequency", self.node_status_report_frequency),
+            (
+                "nodeStatusUpdateFrequency",
+                self.node_status_update_frequency,
+            ),
+            (
+                "nodeStatusReportFrequency",
+                self.node_status_report_frequency,
+            ),
         ] {
             if value.is_zero() {
                 return field(name, "must be greater than 0");

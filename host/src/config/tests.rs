@@ -50,7 +50,10 @@ fn unknown_fields_warn_by_name() {
     assert_eq!(
         fields,
         [
-            ("serializeImagePulls", "not implemented by wasmlet yet; ignored"),
+            (
+                "serializeImagePulls",
+                "not implemented by wasmlet yet; ignored"
+            ),
             ("frobnicate", "unknown field; ignored")
         ]
     );

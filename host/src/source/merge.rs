@@ -1,7 +1,7 @@
 //! The merge of pod sources before the SyncLoop, as upstream's `PodConfig`
 //! (`pkg/kubelet/config/config.go`): each source publishes what it holds, and the SyncLoop
 //! gets one stream of additions, updates and removals by UID, never knowing where a pod came
-//! from. The static manifest directory is the one source today; the API server is the next.
+//! from: the static manifest directory and, in cluster mode, the API server.
 
 use super::SourceSnapshot;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,6 +14,8 @@ use tokio::sync::{mpsc, watch};
 pub enum SourceKind {
     /// The static manifest directory (`staticPodPath`).
     File,
+    /// The API server: pods bound to this node.
+    Api,
 }
 
 /// A pod as a source delivered it.
@@ -90,17 +92,36 @@ impl PodConfig {
         for (uid, pod) in current {
             match previous.get(uid) {
                 None => updates.added.push(pod.clone()),
-                Some(before) if before.pod.spec != pod.pod.spec => {
-                    updates.updated.push(pod.clone())
-                }
+                Some(before) if changed(&before.pod, &pod.pod) => updates.updated.push(pod.clone()),
                 Some(_) => {}
             }
         }
-        // Upstream sorts additions by creation time; a file source has none, so by origin.
-        updates.added.sort_by(|a, b| a.origin.cmp(&b.origin));
+        // Upstream sorts additions by creation time; a file source has none, so then by origin.
+        updates
+            .added
+            .sort_by(|a, b| creation(a).cmp(&creation(b)).then(a.origin.cmp(&b.origin)));
         updates.updated.sort_by(|a, b| a.origin.cmp(&b.origin));
         updates
     }
+}
+
+/// Whether a pod changed in what the node acts on: its spec, its deletion (a graceful delete
+/// sets `deletionTimestamp`), and its labels and annotations (the downward API shows them).
+fn changed(before: &Pod, after: &Pod) -> bool {
+    before.spec != after.spec
+        || before.metadata.deletion_timestamp != after.metadata.deletion_timestamp
+        || before.metadata.deletion_grace_period_seconds
+            != after.metadata.deletion_grace_period_seconds
+        || before.metadata.labels != after.metadata.labels
+        || before.metadata.annotations != after.metadata.annotations
+}
+
+fn creation(pod: &SourcePod) -> Option<String> {
+    pod.pod
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
 }
 
 /// The static source's snapshot as source pods.
@@ -116,24 +137,64 @@ fn static_pods(snapshot: &SourceSnapshot) -> Vec<SourcePod> {
         .collect()
 }
 
-/// Feeds the merged updates of the static source to the SyncLoop until either side goes.
+/// The API source's snapshot as source pods.
+fn api_pods(snapshot: &super::ApiSnapshot) -> Vec<SourcePod> {
+    snapshot
+        .pods
+        .iter()
+        .map(|pod| SourcePod {
+            source: SourceKind::Api,
+            origin: "api".to_string(),
+            pod: pod.clone(),
+        })
+        .collect()
+}
+
+/// Feeds the merged updates of the static source (and, in cluster mode, the API source) to
+/// the SyncLoop until a side goes.
 pub async fn run(
     mut static_source: watch::Receiver<Arc<SourceSnapshot>>,
+    mut api_source: Option<watch::Receiver<Arc<super::ApiSnapshot>>>,
     updates: mpsc::UnboundedSender<PodUpdates>,
 ) {
-    let mut config = PodConfig::new(&[SourceKind::File]);
+    let sources: &[SourceKind] = if api_source.is_some() {
+        &[SourceKind::File, SourceKind::Api]
+    } else {
+        &[SourceKind::File]
+    };
+    let mut config = PodConfig::new(sources);
     let mut was_ready = false;
+    let mut first = true;
     loop {
-        let snapshot = static_source.borrow_and_update().clone();
-        let merged = config.merge(SourceKind::File, static_pods(&snapshot), snapshot.ready);
-        if !merged.is_empty() || merged.ready != was_ready {
-            was_ready = merged.ready;
-            if updates.send(merged).is_err() {
-                return;
+        let mut batches = Vec::new();
+        if first || static_source.has_changed().unwrap_or(false) {
+            let snapshot = static_source.borrow_and_update().clone();
+            batches.push(config.merge(SourceKind::File, static_pods(&snapshot), snapshot.ready));
+        }
+        if let Some(api) = api_source.as_mut() {
+            if first || api.has_changed().unwrap_or(false) {
+                let snapshot = api.borrow_and_update().clone();
+                batches.push(config.merge(SourceKind::Api, api_pods(&snapshot), snapshot.ready));
             }
         }
-        if static_source.changed().await.is_err() {
-            return;
+        first = false;
+        for merged in batches {
+            if !merged.is_empty() || merged.ready != was_ready {
+                was_ready = merged.ready;
+                if updates.send(merged).is_err() {
+                    return;
+                }
+            }
+        }
+        let api_changed = async {
+            match api_source.as_mut() {
+                Some(api) => api.changed().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = static_source.changed() => if changed.is_err() { return },
+            changed = api_changed => if changed.is_err() { return },
         }
     }
 }
@@ -192,7 +253,7 @@ mod tests {
         };
         let (source_tx, source_rx) = watch::channel(snapshot(&["a"]));
         let (tx, mut rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(source_rx, tx));
+        tokio::spawn(run(source_rx, None, tx));
         let first = rx.recv().await.unwrap();
         assert_eq!(first.added.len(), 1);
         assert!(first.ready);

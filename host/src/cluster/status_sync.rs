@@ -1,0 +1,360 @@
+//! Pod statuses to the API server (upstream's status manager `syncBatch`): the status manager
+//! hands every versioned change to this sink; a task patches `pods/<name>/status` with a
+//! strategic-merge patch that carries `metadata.uid` as a precondition, only for pods whose
+//! version grew since the last write, and retries failed writes every 10 s. A static pod's
+//! status goes to its mirror pod. When a pod from the API is gone from the node (its
+//! containers stopped and removed after a graceful delete), the API object is deleted with
+//! grace 0 and a UID precondition, so a new pod of the same name is never touched.
+
+use super::ApiClients;
+use crate::source::manifest::CONFIG_SOURCE_ANNOTATION;
+use crate::status::StatusSink;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tracing::{debug, info, warn};
+
+/// Upstream's status manager `syncPeriod`: how often failed writes are retried.
+pub const SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+/// Finds the mirror pod of a static pod, so its status can be written there.
+pub trait MirrorLookup: Send + Sync {
+    /// The UID of the mirror pod of the static pod `static_uid`, if one exists.
+    fn mirror_uid(&self, static_uid: &str) -> Option<String>;
+}
+
+/// The lookup before any mirror pod manager runs: no static pod has a mirror.
+pub struct NoMirrors;
+
+impl MirrorLookup for NoMirrors {
+    fn mirror_uid(&self, _static_uid: &str) -> Option<String> {
+        None
+    }
+}
+
+/// What is known of one pod's status.
+struct Entry {
+    pod: Pod,
+    version: u64,
+    written: u64,
+    removed: bool,
+}
+
+/// The API-server status sink.
+#[derive(Default)]
+pub struct ApiStatusWriter {
+    entries: Mutex<HashMap<String, Entry>>,
+    wake: Notify,
+}
+
+impl StatusSink for ApiStatusWriter {
+    fn pod_changed(&self, pod: &Pod, version: u64) {
+        let uid = crate::podutil::uid(pod).to_string();
+        let mut entries = self.lock();
+        let entry = entries.entry(uid).or_insert_with(|| Entry {
+            pod: pod.clone(),
+            version: 0,
+            written: 0,
+            removed: false,
+        });
+        // Never an older status over a newer one.
+        if version > entry.version {
+            entry.pod = pod.clone();
+            entry.version = version;
+        }
+        drop(entries);
+        self.wake.notify_one();
+    }
+
+    fn pod_removed(&self, uid: &str) {
+        let mut entries = self.lock();
+        if let Some(entry) = entries.get_mut(uid) {
+            entry.removed = true;
+            if is_static(&entry.pod) && entry.written >= entry.version {
+                entries.remove(uid);
+            }
+        }
+        drop(entries);
+        self.wake.notify_one();
+    }
+}
+
+/// One write the task must make.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Patch the status of `namespace/name` (whose UID is `uid`).
+    Status {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        name: String,
+        /// The UID the patch requires of the API object.
+        uid: String,
+        /// The status.
+        status: serde_json::Value,
+        /// The version this writes.
+        version: u64,
+    },
+    /// Delete `namespace/name` with grace 0 if its UID is still `uid`.
+    Delete {
+        /// The pod's namespace.
+        namespace: String,
+        /// The pod's name.
+        name: String,
+        /// The UID the delete requires.
+        uid: String,
+    },
+}
+
+/// Whether `pod` is a static pod (its status goes to the mirror pod; it is never deleted here).
+fn is_static(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CONFIG_SOURCE_ANNOTATION))
+        .is_some_and(|s| s != "api")
+}
+
+impl ApiStatusWriter {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writes due now: a status patch for each pod whose version grew, then a delete for
+    /// each API pod that is gone from the node. Static pods without a mirror yet wait.
+    pub fn pending(&self, mirrors: &dyn MirrorLookup) -> Vec<(String, Write)> {
+        let mut writes = Vec::new();
+        for (uid, entry) in self.lock().iter() {
+            let namespace = entry.pod.metadata.namespace.clone().unwrap_or_default();
+            let name = entry.pod.metadata.name.clone().unwrap_or_default();
+            let target = if is_static(&entry.pod) {
+                match mirrors.mirror_uid(uid) {
+                    Some(mirror) => mirror,
+                    None => continue,
+                }
+            } else {
+                uid.clone()
+            };
+            if entry.version > entry.written {
+                writes.push((
+                    uid.clone(),
+                    Write::Status {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        uid: target.clone(),
+                        status: serde_json::to_value(&entry.pod.status).unwrap_or_default(),
+                        version: entry.version,
+                    },
+                ));
+            }
+            if entry.removed && !is_static(&entry.pod) {
+                writes.push((
+                    uid.clone(),
+                    Write::Delete {
+                        namespace,
+                        name,
+                        uid: target,
+                    },
+                ));
+            }
+        }
+        writes
+    }
+
+    /// Records that `write` for the pod `uid` is done (or can never be done): a status
+    /// version counts as written; a delete (or the end of a static pod) forgets the pod.
+    pub fn done(&self, uid: &str, write: &Write) {
+        let mut entries = self.lock();
+        match write {
+            Write::Status { version, .. } => {
+                if let Some(entry) = entries.get_mut(uid) {
+                    entry.written = entry.written.max(*version);
+                }
+            }
+            Write::Delete { .. } => {
+                entries.remove(uid);
+            }
+        }
+        if entries
+            .get(uid)
+            .is_some_and(|e| e.removed && e.written >= e.version && is_static(&e.pod))
+        {
+            entries.remove(uid);
+        }
+    }
+
+    /// Forgets the pod: the API object is gone or was replaced.
+    fn forget(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+
+    /// Writes statuses until the process ends: on every change, and every [`SYNC_PERIOD`]
+    /// for what failed before.
+    pub async fn run(self: Arc<Self>, clients: ApiClients, mirrors: Arc<dyn MirrorLookup>) {
+        loop {
+            let _ = tokio::time::timeout(SYNC_PERIOD, self.wake.notified()).await;
+            for (uid, write) in self.pending(mirrors.as_ref()) {
+                match self.perform(&clients, &write).await {
+                    Ok(()) => self.done(&uid, &write),
+                    Err(error)
+                        if error.is_not_found()
+                            || error.is_conflict()
+                            || error.code() == Some(422) =>
+                    {
+                        // The pod is gone or is another pod now: nothing to write.
+                        debug!(%uid, %error, "pod no longer in the API server; status dropped");
+                        match write {
+                            Write::Delete { .. } => self.forget(&uid),
+                            Write::Status { .. } => self.done(&uid, &write),
+                        }
+                    }
+                    Err(error) => {
+                        warn!(%uid, %error, "failed to update pod status; will retry");
+                    }
+                }
+            }
+        }
+    }
+
+    async fn perform(&self, clients: &ApiClients, write: &Write) -> Result<(), super::ApiError> {
+        match write {
+            Write::Status {
+                namespace,
+                name,
+                uid,
+                status,
+                ..
+            } => {
+                let pods: Api<Pod> = Api::namespaced(clients.main.clone(), namespace);
+                let patch = json!({"metadata": {"uid": uid}, "status": status});
+                clients
+                    .call(pods.patch_status(
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(&patch),
+                    ))
+                    .await?;
+                debug!(pod = %format!("{namespace}/{name}"), "status patched");
+                Ok(())
+            }
+            Write::Delete {
+                namespace,
+                name,
+                uid,
+            } => {
+                let pods: Api<Pod> = Api::namespaced(clients.main.clone(), namespace);
+                let params = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    preconditions: Some(Preconditions {
+                        uid: Some(uid.clone()),
+                        resource_version: None,
+                    }),
+                    ..Default::default()
+                };
+                clients.call(pods.delete(name, &params)).await?;
+                info!(pod = %format!("{namespace}/{name}"), %uid, "pod fully terminated and removed from the API server");
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Mirrors(HashMap<String, String>);
+    impl MirrorLookup for Mirrors {
+        fn mirror_uid(&self, static_uid: &str) -> Option<String> {
+            self.0.get(static_uid).cloned()
+        }
+    }
+
+    fn pod(uid: &str, source: &str, phase: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some(uid.into());
+        pod.metadata.name = Some(format!("p-{uid}"));
+        pod.metadata.namespace = Some("default".into());
+        pod.metadata.annotations =
+            Some([(CONFIG_SOURCE_ANNOTATION.to_string(), source.to_string())].into());
+        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: Some(phase.into()),
+            ..Default::default()
+        });
+        pod
+    }
+
+    fn no_mirrors() -> Mirrors {
+        Mirrors(HashMap::new())
+    }
+
+    #[test]
+    fn only_newer_versions_are_written_and_never_older_over_newer() {
+        let writer = ApiStatusWriter::default();
+        writer.pod_changed(&pod("a", "api", "Pending"), 1);
+        writer.pod_changed(&pod("a", "api", "Running"), 3);
+        writer.pod_changed(&pod("a", "api", "Pending"), 2);
+        let writes = writer.pending(&no_mirrors());
+        assert_eq!(writes.len(), 1);
+        let Write::Status {
+            status,
+            version,
+            uid,
+            ..
+        } = &writes[0].1
+        else {
+            panic!("expected a status write, got {writes:?}");
+        };
+        assert_eq!(
+            (status["phase"].as_str(), *version, uid.as_str()),
+            (Some("Running"), 3, "a")
+        );
+        writer.done("a", &writes[0].1);
+        assert!(writer.pending(&no_mirrors()).is_empty());
+    }
+
+    #[test]
+    fn a_removed_api_pod_gets_its_last_status_then_a_delete() {
+        let writer = ApiStatusWriter::default();
+        writer.pod_changed(&pod("a", "api", "Running"), 1);
+        writer.done("a", &writer.pending(&no_mirrors())[0].1);
+        writer.pod_changed(&pod("a", "api", "Failed"), 2);
+        writer.pod_removed("a");
+        let writes: Vec<Write> = writer
+            .pending(&no_mirrors())
+            .into_iter()
+            .map(|w| w.1)
+            .collect();
+        assert!(matches!(writes[0], Write::Status { version: 2, .. }));
+        assert_eq!(
+            writes[1],
+            Write::Delete {
+                namespace: "default".into(),
+                name: "p-a".into(),
+                uid: "a".into()
+            }
+        );
+        writer.done("a", &writes[1]);
+        assert!(writer.pending(&no_mirrors()).is_empty());
+    }
+
+    #[test]
+    fn static_pods_write_to_their_mirror_and_are_never_deleted() {
+        let writer = ApiStatusWriter::default();
+        writer.pod_changed(&pod("s", "file", "Running"), 1);
+        assert!(
+            writer.pending(&no_mirrors()).is_empty(),
+            "no mirror yet: wait"
+        );
+        let mirrors = Mirrors([("s".to_string(), "m".to_string())].into());
+        let writes = writer.pending(&mirrors);
+        assert!(matches!(&writes[0].1, Write::Status { uid, .. } if uid == "m"));
+        writer.done("s", &writes[0].1);
+        writer.pod_removed("s");
+        assert!(writer.pending(&mirrors).is_empty());
+    }
+}
