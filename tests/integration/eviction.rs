@@ -93,6 +93,7 @@ fn pressured_node(name: &str, headroom: i64, plugins: &str) -> Node {
                 config.display()
             ),
             runtime_socket: None,
+            extra_args: Vec::new(),
         },
     );
     std::mem::forget(dir); // the plugin config must outlive the node
@@ -118,6 +119,7 @@ fn memory_pressure_evicts_in_upstream_order_then_clears() {
             ),
             extra_wasmlet: "evictStaticPods: true\nevictionMonitoringPeriod: 500ms\n".into(),
             runtime_socket: None,
+            extra_args: Vec::new(),
         },
     );
     node.write_manifest("steady.yaml", &steady("steady", 0, ""));

@@ -36,6 +36,8 @@ pub struct NodeOptions {
     pub extra_wasmlet: String,
     /// Another containerd than the shared one (e.g. the image GC node's).
     pub runtime_socket: Option<PathBuf>,
+    /// More `wasmlet run` flags (the cluster tests pass `--kubeconfig`).
+    pub extra_args: Vec<String>,
 }
 
 impl Default for NodeOptions {
@@ -46,6 +48,7 @@ impl Default for NodeOptions {
                 "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n"
                     .into(),
             runtime_socket: None,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -58,6 +61,7 @@ pub struct Node {
     pub manifests: PathBuf,
     pub port: u16,
     config: PathBuf,
+    extra_args: Vec<String>,
     child: Option<Child>,
     runtime: tokio::runtime::Runtime,
     pub cri: CriClient,
@@ -109,6 +113,7 @@ impl Node {
             manifests,
             port,
             config,
+            extra_args: options.extra_args.clone(),
             child: None,
             runtime,
             cri,
@@ -129,6 +134,7 @@ impl Node {
             .arg(&self.config)
             .args(["--hostname-override", &self.name, "--root-dir"])
             .arg(self.dir.path().join("root"))
+            .args(&self.extra_args)
             .env("RUST_LOG", "info,wasmlet=debug")
             .stdout(Stdio::null())
             .stderr(log)
@@ -274,10 +280,16 @@ impl Node {
         self.with_retries(|| self.cri.list_pod_sandbox(selector.clone()))
     }
 
-    /// This node's containers with full status, optionally of one pod.
+    /// This node's containers with full status, optionally of the static pod `<pod>-<node>`.
     pub fn containers(&self, pod: Option<&str>) -> Vec<api::ContainerStatus> {
+        self.containers_named(pod.map(|p| format!("{p}-{}", self.name)).as_deref())
+    }
+
+    /// This node's containers with full status, optionally of the pod named exactly `pod`
+    /// (an API pod's name carries no node suffix).
+    pub fn containers_named(&self, pod: Option<&str>) -> Vec<api::ContainerStatus> {
         let extra: Vec<_> = pod
-            .map(|p| (labels::POD_NAME, format!("{p}-{}", self.name)))
+            .map(|p| (labels::POD_NAME, p.to_string()))
             .into_iter()
             .collect();
         self.runtime.block_on(async {

@@ -1,0 +1,15 @@
+//! Cluster-mode tests: the real `wasmlet` binary joined, as its own node identity, to the
+//! real control plane that `scripts/control-plane.sh start` runs (etcd, kube-apiserver with
+//! Node,RBAC and NodeRestriction, controller-manager, scheduler, kube-proxy), on the shared
+//! real containerd. scripts/test.sh starts the control plane and names it in
+//! `WASMLET_TEST_CLUSTER_DIR`; without one these tests fail, never skip.
+
+#[path = "../integration/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+mod cluster;
+
+mod control_plane_outage;
+mod node;
+mod pods;

@@ -1,0 +1,89 @@
+//! Pods from the API server: run, status, graceful deletion, admission.
+
+use crate::cluster::{assert_never_forbidden, busybox_pod, cluster, shared};
+use crate::harness::NodeOptions;
+use std::time::{Duration, Instant};
+
+#[test]
+fn an_api_pod_runs_reports_status_and_a_graceful_delete_runs_pre_stop() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-lifecycle");
+    let node = c.join("c-lifecycle", NodeOptions::default());
+    c.wait_node_ready(&node);
+    let marker = node.dir.path().join("marker");
+    std::fs::create_dir_all(&marker).expect("marker dir");
+    c.apply(&busybox_pod(
+        &ns,
+        "web",
+        &node.name,
+        &format!(
+            "  volumes:\n  - name: marker\n    hostPath: {{path: {}}}\n",
+            marker.display()
+        ),
+        "    volumeMounts: [{name: marker, mountPath: /marker}]\n    lifecycle:\n      preStop:\n        exec: {command: [sh, -c, 'echo stopped > /marker/pre-stop']}\n",
+        "trap 'exit 0' TERM; while true; do sleep 1; done",
+    ));
+    let pod = c.wait_pod_phase(&node, &ns, "web", "Running");
+    let status = &pod["status"];
+    assert!(status["podIP"].is_string(), "{status}");
+    assert!(status["hostIP"].is_string(), "{status}");
+    assert_eq!(status["containerStatuses"][0]["name"], "main");
+    c.wait_for(&node, "the pod to be Ready in the API", Duration::from_secs(30), || {
+        c.pod(&ns, "web").filter(|p| {
+            p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    });
+    assert_eq!(node.containers_named(Some("web")).len(), 1);
+
+    let deleted_at = Instant::now();
+    c.kubectl_ok(&["-n", &ns, "delete", "pod", "web", "--wait=false"]);
+    c.wait_for(&node, "the pod to be gone from the API", Duration::from_secs(30), || {
+        c.pod(&ns, "web").is_none().then_some(())
+    });
+    assert!(
+        deleted_at.elapsed() < Duration::from_secs(12),
+        "removed within its 10 s grace (took {:?})",
+        deleted_at.elapsed()
+    );
+    let pre_stop = std::fs::read_to_string(marker.join("pre-stop")).unwrap_or_default();
+    assert_eq!(pre_stop.trim(), "stopped", "preStop ran before the kill");
+    assert!(node.containers_named(Some("web")).is_empty());
+    assert_never_forbidden(&node);
+}
+
+#[test]
+fn a_pod_that_exits_reaches_a_terminal_phase_in_the_api() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-exit");
+    let node = c.join("c-exit", NodeOptions::default());
+    c.wait_node_ready(&node);
+    c.apply(&busybox_pod(
+        &ns,
+        "ok",
+        &node.name,
+        "  restartPolicy: Never\n",
+        "",
+        "exit 0",
+    ));
+    c.apply(&busybox_pod(
+        &ns,
+        "fails",
+        &node.name,
+        "  restartPolicy: Never\n",
+        "",
+        "exit 3",
+    ));
+    c.wait_pod_phase(&node, &ns, "ok", "Succeeded");
+    let failed = c.wait_pod_phase(&node, &ns, "fails", "Failed");
+    assert_eq!(
+        failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        3
+    );
+    assert_never_forbidden(&node);
+}
