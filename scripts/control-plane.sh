@@ -6,6 +6,8 @@
 #                                               scheduler and kube-proxy with state under DIR
 #   scripts/control-plane.sh stop DIR           stop what `start DIR` started, by the PIDs it wrote
 #   scripts/control-plane.sh status DIR         which components of DIR run (exit 0: all of them)
+#   scripts/control-plane.sh node-kubeconfig DIR NODE
+#                                               print the path of a kubeconfig for system:node:NODE
 #
 # Everything comes from the Go module proxy and is built with this machine's Go; binaries go to a
 # cache outside the checkout keyed by version (WASMLET_CP_CACHE, default
@@ -654,6 +656,22 @@ print_kubeconfigs() {
   printf 'WASMLET_KUBECONFIG=%q\n' "$DIR/node.kubeconfig"
 }
 
+# Another node identity for the running cluster of DIR (tests join several wasmlets to one
+# control plane): issues pki/nodes/NODE.{crt,key} (CN=system:node:NODE, O=system:nodes) if
+# needed, writes DIR/nodes/NODE.kubeconfig and prints its path.
+cmd_node_kubeconfig() {
+  set_dir "${1:-}"
+  local node=${2:-}
+  [[ $node =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] ||
+    die "usage: $0 node-kubeconfig DIR NODE_NAME (a lower-case DNS name)"
+  [ -s "$PKI/ca.key" ] || die "no cluster CA in $PKI: run \`$0 start $DIR\` first"
+  lock_dir
+  mkdir -p "$PKI/nodes" "$DIR/nodes"
+  ensure_cert "nodes/$node" "/O=system:nodes/CN=system:node:$node" clientAuth
+  write_kubeconfig "$DIR/nodes/$node.kubeconfig" "nodes/$node" "system:node:$node"
+  echo "$DIR/nodes/$node.kubeconfig"
+}
+
 cmd_stop() {
   set_dir "${1:-}"
   require_root stop
@@ -694,5 +712,6 @@ case "${1:-}" in
   start) cmd_start "${2:-}" "${3:-}" ;;
   stop) cmd_stop "${2:-}" ;;
   status) cmd_status "${2:-}" ;;
-  *) die "usage: $0 build | start DIR [NODE_NAME] | stop DIR | status DIR" ;;
+  node-kubeconfig) cmd_node_kubeconfig "${2:-}" "${3:-}" ;;
+  *) die "usage: $0 build | start DIR [NODE_NAME] | stop DIR | status DIR | node-kubeconfig DIR NODE_NAME" ;;
 esac
