@@ -125,9 +125,14 @@ impl Cluster {
         serde_json::from_slice(&out.stdout).ok()
     }
 
-    /// A fresh namespace whose `default` ServiceAccount exists (pods need it).
-    pub fn namespace(&self, name: &str) -> String {
-        let _ = self.kubectl(&["delete", "namespace", name, "--wait=true", "--timeout=60s"]);
+    /// A fresh namespace `<prefix>-<n>` whose `default` ServiceAccount exists (pods need it).
+    /// Names are unique per run: a namespace of an earlier run may still be terminating.
+    pub fn namespace(&self, prefix: &str) -> String {
+        let suffix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() % 1_000_000_000);
+        let name = format!("{prefix}-{suffix}");
+        let name = name.as_str();
         self.kubectl_ok(&["create", "namespace", name]);
         self.wait_until("the default ServiceAccount", Duration::from_secs(60), || {
             self.get(&["-n", name, "serviceaccount", "default"])

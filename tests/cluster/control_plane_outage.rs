@@ -20,6 +20,22 @@ fn control_plane(verb: &str, dir: &Path) {
     );
 }
 
+/// Starts the control plane again for the node it was started for (kube-proxy's node).
+fn control_plane_start(dir: &Path, node: &str) {
+    let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/control-plane.sh"));
+    let out = Command::new(script)
+        .arg("start")
+        .arg(dir)
+        .args((!node.is_empty()).then_some(node))
+        .output()
+        .expect("run control-plane.sh start");
+    assert!(
+        out.status.success(),
+        "control-plane.sh start failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn pods_keep_running_through_an_outage_and_the_api_catches_up() {
     let _alone = exclusive();
@@ -47,7 +63,8 @@ fn pods_keep_running_through_an_outage_and_the_api_catches_up() {
     // While the API server is away, `short` exits and nothing else changes.
     std::thread::sleep(Duration::from_secs(15));
     assert_eq!(node.containers_named(Some("steady")).len(), 1);
-    control_plane("start", &c.dir);
+    let node_name = std::fs::read_to_string(c.dir.join("node-name")).unwrap_or_default();
+    control_plane_start(&c.dir, node_name.trim());
     // Deleted while wasmlet's watch is still reconnecting: it learns of it from the re-list.
     c.kubectl_ok(&["-n", &ns, "delete", "pod", "doomed", "--grace-period=0", "--force"]);
 

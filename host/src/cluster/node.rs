@@ -208,9 +208,11 @@ pub async fn run_status(
             ))
             .await
             {
-                Ok(node) => {
+                Ok(_) => {
+                    // Compared with what was sent, not with the API's answer: the API
+                    // normalises quantities ("2000m" is "2"), which is no change.
                     debug!(node = %name, "node status patched");
-                    last_reported = node;
+                    last_reported = current;
                     last_report_at = Instant::now();
                 }
                 Err(error) if error.is_not_found() => {

@@ -164,20 +164,19 @@ pub async fn run(
     };
     let mut config = PodConfig::new(sources);
     let mut was_ready = false;
-    let mut first = true;
+    // Which sources to read: both at first, then the one whose change woke the loop
+    // (`changed()` marks the value seen, so it is read whether or not it is newer).
+    let (mut read_static, mut read_api) = (true, true);
     loop {
         let mut batches = Vec::new();
-        if first || static_source.has_changed().unwrap_or(false) {
+        if read_static {
             let snapshot = static_source.borrow_and_update().clone();
             batches.push(config.merge(SourceKind::File, static_pods(&snapshot), snapshot.ready));
         }
-        if let Some(api) = api_source.as_mut() {
-            if first || api.has_changed().unwrap_or(false) {
-                let snapshot = api.borrow_and_update().clone();
-                batches.push(config.merge(SourceKind::Api, api_pods(&snapshot), snapshot.ready));
-            }
+        if let Some(api) = api_source.as_mut().filter(|_| read_api) {
+            let snapshot = api.borrow_and_update().clone();
+            batches.push(config.merge(SourceKind::Api, api_pods(&snapshot), snapshot.ready));
         }
-        first = false;
         for merged in batches {
             if !merged.is_empty() || merged.ready != was_ready {
                 was_ready = merged.ready;
@@ -192,10 +191,16 @@ pub async fn run(
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            changed = static_source.changed() => if changed.is_err() { return },
-            changed = api_changed => if changed.is_err() { return },
-        }
+        (read_static, read_api) = tokio::select! {
+            changed = static_source.changed() => {
+                if changed.is_err() { return }
+                (true, false)
+            }
+            changed = api_changed => {
+                if changed.is_err() { return }
+                (false, true)
+            }
+        };
     }
 }
 
