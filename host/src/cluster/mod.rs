@@ -4,6 +4,10 @@
 //! server as the node identity of `--kubeconfig` (`system:node:<name>` under the Node
 //! authorizer and NodeRestriction) and never needs more.
 
+pub mod objects;
+
+pub use objects::KubeObjectSource;
+
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::path::Path;
