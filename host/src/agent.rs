@@ -254,6 +254,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             },
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
+            objects: Arc::new(crate::objects::Standalone),
         },
         status: Arc::new(StatusManager::new(store.clone(), Vec::new())),
         runtime_name,
