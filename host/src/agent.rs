@@ -251,6 +251,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
                 pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
                 machine_memory_bytes: crate::machine::machine_memory_bytes(),
                 root_dir: config.root_dir.clone(),
+                dns: crate::kuberuntime::pod_config::DnsContext {
+                    cluster_dns: kubelet.cluster_dns.clone(),
+                    cluster_domain: kubelet.cluster_domain.clone(),
+                    resolv_conf: PathBuf::from("/etc/resolv.conf"),
+                },
             },
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
