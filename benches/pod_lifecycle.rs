@@ -54,7 +54,9 @@ async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (Dura
         .await
         .expect("RunPodSandbox");
     let facts = wasmlet::fieldpath::PodFacts::default();
-    let config = pod_config::container_config(&pod, container, 0, &facts, node, Vec::new())
+    let envs = wasmlet::kuberuntime::env::environment(&pod, container, &facts, &Default::default())
+        .expect("environment");
+    let config = pod_config::container_config(&pod, container, 0, envs, node, Vec::new())
         .expect("container config");
     let id = cri
         .create_container(&sandbox, config, sandbox_config)
@@ -126,6 +128,10 @@ fn main() {
         pod_logs_dir: node.logs_dir(),
         machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
         root_dir: node.dir.path().join("raw-root"),
+        dns: pod_config::DnsContext {
+            resolv_conf: "/etc/resolv.conf".into(),
+            ..Default::default()
+        },
     };
 
     // 1. Pod start, interleaved.

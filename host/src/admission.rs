@@ -106,7 +106,7 @@ impl AdmitHandler for VolumeAdmitHandler {
             .iter()
             .flat_map(|s| s.volumes.iter().flatten())
             .find_map(|v| {
-                crate::volumes::unsupported(v)
+                crate::volumes::unsupported(attrs.pod, v)
                     .map(|reason| format!("volume {:?}: {reason}", v.name))
             });
         match unsupported {

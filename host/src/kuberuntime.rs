@@ -54,6 +54,9 @@ pub struct RuntimeManager {
     pub plugins: Arc<PluginRegistry>,
     /// The resync period: the requeue of a sync that has nothing to wait for.
     pub sync_frequency: Duration,
+    /// Where volumes and the environment read configMaps, secrets, tokens and Services:
+    /// the API server in cluster mode, [`crate::objects::Standalone`] otherwise.
+    pub objects: Arc<dyn crate::objects::ObjectSource>,
 }
 
 impl RuntimeManager {

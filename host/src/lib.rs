@@ -24,6 +24,7 @@ pub mod logs;
 pub mod machine;
 pub mod metrics;
 pub mod node_status;
+pub mod objects;
 pub mod pleg;
 pub mod pod_worker;
 pub mod podutil;

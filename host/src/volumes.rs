@@ -1,23 +1,36 @@
-//! Pod volumes a node can serve without an API server: `emptyDir` (on disk, or `medium:
-//! Memory` as a sized tmpfs), `hostPath` with upstream's type checks, `downwardAPI` and
-//! `projected` downward API sources (upstream's atomic-writer layout), mounted into
-//! containers with `readOnly`, `subPath` and `mountPropagation`. The layout is upstream's:
-//! `<root-dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>`.
+//! Pod volumes, laid out as upstream's volume plugins lay them out under
+//! `<root-dir>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>`: `emptyDir` (on disk, or
+//! `medium: Memory` as a sized tmpfs), `hostPath` with upstream's type checks, and the volumes
+//! whose files the node writes with upstream's atomic writer: `downwardAPI`, `configMap`,
+//! `secret` and `projected` (serviceAccountToken, configMap, secret and downwardAPI sources;
+//! secret and projected volumes on a tmpfs, as upstream, so that secrets never reach the
+//! disk). They are mounted into containers with `readOnly`, `subPath` and `mountPropagation`.
+//!
+//! The API objects volumes name are read through an [`ObjectSource`] in a resolve step
+//! ([`fetch`]) before the synchronous writer ([`prepare`]) runs, so the writer needs no
+//! network. [`PodVolumes`] does both on every pod sync: the first setup gates the containers
+//! (`ContainerCreating` with upstream's `FailedMount` message, retried with back-off), and
+//! later syncs rewrite the object-backed volumes when their content changed, as upstream's
+//! reconciler remounts volumes that `RequiresRemount`; a failing rewrite keeps the old content.
 
 use crate::fieldpath::FieldPathError;
+use crate::objects::{ObjectError, ObjectSource};
 use crate::resources::{self, QuantityError};
-use downward::{atomic_write, downward_files};
+use atomic_writer::{atomic_write, FileProjection};
+use downward::downward_files;
 use empty_dir::{is_mounted, mount_tmpfs, pod_memory_limit};
 use host_path::host_path_check;
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tracing::{debug, warn};
 
 /// Why a volume could not be set up; shown in the waiting containers' status, as upstream's
 /// `FailedMount` events read.
 #[derive(Debug, thiserror::Error)]
-#[error("MountVolume.SetUp failed for volume {volume:?}: {reason}")]
+#[error("MountVolume.SetUp failed for volume {volume:?} : {reason}")]
 pub struct VolumeError {
     /// The volume's name in the pod spec.
     pub volume: String,
@@ -28,7 +41,8 @@ pub struct VolumeError {
 /// What went wrong with one volume: a spec the node cannot serve, or the host refusing.
 #[derive(Debug, thiserror::Error)]
 pub enum VolumeProblem {
-    /// A downward API item path that is absolute or climbs out with `..`.
+    /// An item path (or a key used as one) that is absolute, climbs out with `..` or starts
+    /// with `..`, the atomic writer's own names.
     #[error("item path {path:?} must be relative without '..'")]
     InvalidItemPath {
         /// The item's path as written.
@@ -129,6 +143,25 @@ pub enum VolumeProblem {
         /// What the filesystem said.
         source: std::io::Error,
     },
+    /// A configMap, secret or token the volume names could not be read (a missing object
+    /// reads as upstream's `configmap "x" not found`).
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+    /// An `items` key the configMap lacks, in a volume that is not `optional`.
+    #[error("configmap references non-existent config key: {key}")]
+    MissingConfigMapKey {
+        /// The key as written.
+        key: String,
+    },
+    /// An `items` key the secret lacks, in a volume that is not `optional`.
+    #[error("references non-existent secret key: {key}")]
+    MissingSecretKey {
+        /// The key as written.
+        key: String,
+    },
+    /// Several sources of a projected volume failed, listed as upstream aggregates them.
+    #[error("[{}]", join(.0))]
+    Several(Vec<VolumeProblem>),
     /// A volume type the node cannot serve; the text says why and what is supported.
     #[error("{0}")]
     Unsupported(&'static str),
@@ -157,44 +190,114 @@ pub enum VolumeProblem {
     },
 }
 
+fn join(problems: &[VolumeProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The directory of a pod's data under the root dir.
 pub fn pod_dir(root_dir: &Path, uid: &str) -> PathBuf {
     root_dir.join("pods").join(uid)
 }
 
-fn empty_dir_path(root_dir: &Path, uid: &str, name: &str) -> PathBuf {
+fn volume_dir(root_dir: &Path, uid: &str, plugin: &str, name: &str) -> PathBuf {
     pod_dir(root_dir, uid)
-        .join("volumes/kubernetes.io~empty-dir")
+        .join("volumes")
+        .join(format!("kubernetes.io~{plugin}"))
         .join(name)
 }
 
-/// Why a volume type cannot be served here, or `None` when it can.
-pub fn unsupported(volume: &Volume) -> Option<&'static str> {
-    let projected_downward_only = volume.projected.as_ref().is_some_and(|p| {
+/// Upstream's `kubernetes.io/config.source` value of pods from the API server.
+const API_SOURCE: &str = "api";
+
+/// Whether `pod` came from the API server (`kubernetes.io/config.source: api`), the only
+/// pods that may name API objects: a static pod cannot, in upstream as here.
+pub fn from_api_server(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/config.source"))
+        .is_some_and(|source| source == API_SOURCE)
+}
+
+fn needs_api_objects(volume: &Volume) -> bool {
+    volume.config_map.is_some()
+        || volume.secret.is_some()
+        || volume.projected.as_ref().is_some_and(|p| {
+            p.sources.iter().flatten().any(|s| {
+                s.config_map.is_some() || s.secret.is_some() || s.service_account_token.is_some()
+            })
+        })
+}
+
+fn supported_projections(volume: &Volume) -> bool {
+    volume.projected.as_ref().is_none_or(|p| {
         p.sources.iter().flatten().all(|s| {
             s.downward_api.is_some()
-                && s.config_map.is_none()
-                && s.secret.is_none()
-                && s.service_account_token.is_none()
+                || s.config_map.is_some()
+                || s.secret.is_some()
+                || s.service_account_token.is_some()
         })
-    });
-    if volume.empty_dir.is_some()
+    })
+}
+
+const UNSUPPORTED_TYPE: &str = "only emptyDir, hostPath, downwardAPI, configMap, secret and projected volumes are supported by wasmlet yet";
+const STATIC_POD_API_OBJECTS: &str =
+    "configMap, secret and service-account token volumes need an API server; static pods cannot use them";
+
+/// Why `volume` of `pod` cannot be served here, or `None` when it can: admission refuses the
+/// pod with it (`UnsupportedVolume`). Volumes that name API objects are served to pods from
+/// the API server only.
+pub fn unsupported(pod: &Pod, volume: &Volume) -> Option<&'static str> {
+    let known = volume.empty_dir.is_some()
         || volume.host_path.is_some()
         || volume.downward_api.is_some()
-        || projected_downward_only
-    {
-        None
-    } else if volume.config_map.is_some() || volume.secret.is_some() || volume.projected.is_some() {
-        Some("configMap, secret and service-account token volumes need an API server; static pods cannot use them")
+        || volume.config_map.is_some()
+        || volume.secret.is_some()
+        || volume.projected.is_some();
+    if !known {
+        Some(UNSUPPORTED_TYPE)
+    } else if !supported_projections(volume) {
+        Some(payload::UNSUPPORTED_PROJECTION)
+    } else if needs_api_objects(volume) && !from_api_server(pod) {
+        Some(STATIC_POD_API_OBJECTS)
     } else {
-        Some("only emptyDir, hostPath, downwardAPI and projected downwardAPI volumes are supported by wasmlet yet")
+        None
     }
 }
 
-/// Sets up every volume of `pod` (idempotent) and returns each one's host path.
-pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, VolumeError> {
-    let uid = pod.metadata.uid.as_deref().unwrap_or("");
+/// Where a pod's volumes go on this node.
+#[derive(Debug, Clone, Copy)]
+pub struct VolumeHost<'a> {
+    /// `--root-dir`: volumes live under `<root-dir>/pods/<uid>/volumes`.
+    pub root_dir: &'a Path,
+    /// Back secret and projected volumes with a tmpfs, as upstream; off only where the
+    /// process cannot mount (unit tests).
+    pub memory_backed: bool,
+}
+
+/// Whether a volume's files are rewritten on every sync (upstream's `RequiresRemount`).
+fn rewritten(volume: &Volume) -> bool {
+    volume.downward_api.is_some()
+        || volume.config_map.is_some()
+        || volume.secret.is_some()
+        || volume.projected.is_some()
+}
+
+/// Sets up the volumes of `pod` that `previous` does not hold yet, and rewrites every
+/// object-backed one from `fetched`. Returns each volume's host path and the volumes that
+/// failed; the others are set up even when one fails.
+pub fn prepare(
+    pod: &Pod,
+    host: &VolumeHost<'_>,
+    fetched: &FetchedObjects,
+    previous: Option<&HashMap<String, PathBuf>>,
+) -> (HashMap<String, PathBuf>, Vec<VolumeError>) {
     let mut paths = HashMap::new();
+    let mut errors = Vec::new();
     for volume in pod
         .spec
         .as_ref()
@@ -202,92 +305,187 @@ pub fn prepare(pod: &Pod, root_dir: &Path) -> Result<HashMap<String, PathBuf>, V
         .into_iter()
         .flatten()
     {
-        let fail = |reason: VolumeProblem| VolumeError {
-            volume: volume.name.clone(),
-            reason,
-        };
-        if let Some(empty) = &volume.empty_dir {
-            let path = empty_dir_path(root_dir, uid, &volume.name);
-            std::fs::create_dir_all(&path).map_err(|source| {
-                fail(VolumeProblem::CreateDirectory {
-                    path: path.clone(),
-                    source,
-                })
-            })?;
-            if empty.medium.as_deref() == Some("Memory") {
-                if !is_mounted(&path) {
-                    let size = match &empty.size_limit {
-                        Some(q) => {
-                            resources::bytes(q).map_err(|e| fail(VolumeProblem::SizeLimit(e)))?
-                        }
-                        None => pod_memory_limit(pod),
-                    };
-                    mount_tmpfs(&path, size).map_err(fail)?;
-                }
-            } else {
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).map_err(
-                    |source| {
-                        fail(VolumeProblem::SetPermissions {
-                            path: path.clone(),
-                            source,
-                        })
-                    },
-                )?;
+        let known = previous
+            .and_then(|p| p.get(&volume.name))
+            .filter(|_| !rewritten(volume));
+        if let Some(path) = known {
+            paths.insert(volume.name.clone(), path.clone());
+            continue;
+        }
+        match set_up(pod, host, fetched, volume) {
+            Ok(path) => {
+                paths.insert(volume.name.clone(), path);
             }
-            paths.insert(volume.name.clone(), path);
-        } else if let Some(host) = &volume.host_path {
-            let path = PathBuf::from(&host.path);
-            host_path_check(&path, host.type_.as_deref().unwrap_or("")).map_err(fail)?;
-            paths.insert(volume.name.clone(), path);
-        } else if let Some(downward) = &volume.downward_api {
-            let dir = pod_dir(root_dir, uid)
-                .join("volumes/kubernetes.io~downward-api")
-                .join(&volume.name);
-            let items = downward.items.clone().unwrap_or_default();
-            let files = downward_files(
-                pod,
-                &items,
-                downward.default_mode,
-                crate::machine::machine_memory_bytes(),
-            )
-            .map_err(fail)?;
-            atomic_write(&dir, &files).map_err(|source| {
-                fail(VolumeProblem::Write {
-                    path: dir.clone(),
-                    source,
-                })
-            })?;
-            paths.insert(volume.name.clone(), dir);
-        } else if let (Some(projected), None) = (&volume.projected, unsupported(volume)) {
-            let dir = pod_dir(root_dir, uid)
-                .join("volumes/kubernetes.io~projected")
-                .join(&volume.name);
-            let items: Vec<_> = projected
-                .sources
-                .iter()
-                .flatten()
-                .filter_map(|s| s.downward_api.as_ref())
-                .flat_map(|d| d.items.clone().unwrap_or_default())
-                .collect();
-            let files = downward_files(
-                pod,
-                &items,
-                projected.default_mode,
-                crate::machine::machine_memory_bytes(),
-            )
-            .map_err(fail)?;
-            atomic_write(&dir, &files).map_err(|source| {
-                fail(VolumeProblem::Write {
-                    path: dir.clone(),
-                    source,
-                })
-            })?;
-            paths.insert(volume.name.clone(), dir);
-        } else if let Some(reason) = unsupported(volume) {
-            return Err(fail(VolumeProblem::Unsupported(reason)));
+            Err(reason) => errors.push(VolumeError {
+                volume: volume.name.clone(),
+                reason,
+            }),
         }
     }
-    Ok(paths)
+    (paths, errors)
+}
+
+/// Creates `dir`, on a tmpfs when `memory_backed` (once: a mounted one stays).
+fn make_volume_dir(dir: &Path, pod: &Pod, memory_backed: bool) -> Result<(), VolumeProblem> {
+    std::fs::create_dir_all(dir).map_err(|source| VolumeProblem::CreateDirectory {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if memory_backed && !is_mounted(dir) {
+        mount_tmpfs(dir, pod_memory_limit(pod))?;
+    }
+    Ok(())
+}
+
+fn write_files(dir: &Path, files: &[FileProjection]) -> Result<(), VolumeProblem> {
+    atomic_write(dir, files).map_err(|source| VolumeProblem::Write {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Sets up (or rewrites) one volume and returns its host path.
+fn set_up(
+    pod: &Pod,
+    host: &VolumeHost<'_>,
+    fetched: &FetchedObjects,
+    volume: &Volume,
+) -> Result<PathBuf, VolumeProblem> {
+    let uid = crate::podutil::uid(pod);
+    let dir = |plugin: &str| volume_dir(host.root_dir, uid, plugin, &volume.name);
+    let memory = crate::machine::machine_memory_bytes;
+    if let Some(empty) = &volume.empty_dir {
+        let path = dir("empty-dir");
+        std::fs::create_dir_all(&path).map_err(|source| VolumeProblem::CreateDirectory {
+            path: path.clone(),
+            source,
+        })?;
+        if empty.medium.as_deref() == Some("Memory") {
+            if !is_mounted(&path) {
+                let size = match &empty.size_limit {
+                    Some(q) => resources::bytes(q).map_err(VolumeProblem::SizeLimit)?,
+                    None => pod_memory_limit(pod),
+                };
+                mount_tmpfs(&path, size)?;
+            }
+        } else {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).map_err(
+                |source| VolumeProblem::SetPermissions {
+                    path: path.clone(),
+                    source,
+                },
+            )?;
+        }
+        Ok(path)
+    } else if let Some(host_path) = &volume.host_path {
+        let path = PathBuf::from(&host_path.path);
+        host_path_check(&path, host_path.type_.as_deref().unwrap_or(""))?;
+        Ok(path)
+    } else if let Some(downward) = &volume.downward_api {
+        let path = dir("downward-api");
+        let items = downward.items.as_deref().unwrap_or_default();
+        let files = downward_files(
+            pod,
+            items,
+            payload::mode_of(downward.default_mode),
+            memory(),
+        )?;
+        write_files(&path, &files)?;
+        Ok(path)
+    } else if let Some(source) = &volume.config_map {
+        let files = payload::config_map_volume(source, fetched)?;
+        let path = dir("configmap");
+        make_volume_dir(&path, pod, false)?;
+        write_files(&path, &files)?;
+        Ok(path)
+    } else if let Some(source) = &volume.secret {
+        let files = payload::secret_volume(source, fetched)?;
+        let path = dir("secret");
+        make_volume_dir(&path, pod, host.memory_backed)?;
+        write_files(&path, &files)?;
+        Ok(path)
+    } else if let Some(source) = &volume.projected {
+        let files = payload::projected_volume(pod, source, fetched, memory())?;
+        let path = dir("projected");
+        make_volume_dir(&path, pod, host.memory_backed)?;
+        write_files(&path, &files)?;
+        Ok(path)
+    } else {
+        Err(VolumeProblem::Unsupported(UNSUPPORTED_TYPE))
+    }
+}
+
+/// Upstream's volume operation back-off (`nestedpendingoperations`): 500 ms, doubling.
+const RETRY_INITIAL: Duration = Duration::from_millis(500);
+/// Upstream's longest wait between two attempts of a failing volume operation.
+const RETRY_MAX: Duration = Duration::from_secs(122);
+
+/// Why the containers of a pod cannot start yet: a volume failed its first setup.
+#[derive(Debug)]
+pub struct VolumeWait {
+    /// The first volume that failed (the waiting containers' message).
+    pub error: VolumeError,
+    /// When to try again: upstream's back-off, 500 ms doubling up to 2m2s.
+    pub retry: Duration,
+}
+
+/// One pod's volumes between syncs: their host paths once all were set up, and how often
+/// the first setup failed in a row.
+#[derive(Debug, Default)]
+pub struct PodVolumes {
+    paths: Option<HashMap<String, PathBuf>>,
+    failures: u32,
+}
+
+impl PodVolumes {
+    /// The host path of every volume, once all were set up.
+    pub fn paths(&self) -> Option<&HashMap<String, PathBuf>> {
+        self.paths.as_ref()
+    }
+
+    /// Forgets the volumes (they were torn down): the next sync sets them up again.
+    pub fn forget(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Resolves what the volumes name through `objects`, then sets up the missing volumes
+    /// and rewrites the object-backed ones; [`PodVolumes::paths`] has them afterwards. Until
+    /// every volume was set up once, a failure keeps the containers waiting
+    /// ([`VolumeWait`]); after that, a failing rewrite is logged and the volume keeps its
+    /// previous content, as upstream's.
+    pub async fn sync(
+        &mut self,
+        pod: &Pod,
+        host: &VolumeHost<'_>,
+        objects: &dyn ObjectSource,
+    ) -> Result<(), VolumeWait> {
+        let fetched = fetch(pod, objects).await;
+        let (paths, mut errors) = prepare(pod, host, &fetched, self.paths.as_ref());
+        if errors.is_empty() {
+            if self.paths.is_none() {
+                debug!(volumes = paths.len(), "volumes set up");
+            }
+            self.failures = 0;
+            self.paths = Some(paths);
+            return Ok(());
+        }
+        if let Some(previous) = &mut self.paths {
+            for error in &errors {
+                warn!(volume = %error.volume, %error, "volume refresh failed; keeping its content");
+            }
+            // Volumes that did refresh take their (unchanged) paths; failed ones keep theirs.
+            previous.extend(paths);
+            return Ok(());
+        }
+        let retry = RETRY_INITIAL
+            .saturating_mul(1u32 << self.failures.min(8))
+            .min(RETRY_MAX);
+        self.failures = self.failures.saturating_add(1);
+        Err(VolumeWait {
+            error: errors.remove(0),
+            retry,
+        })
+    }
 }
 
 /// Removes a pod's volumes once its containers are gone: unmounts its tmpfs volumes, then
@@ -318,11 +516,15 @@ pub fn cleanup(root_dir: &Path, uid: &str) {
     }
 }
 
+mod atomic_writer;
 mod downward;
 mod empty_dir;
+mod fetch;
 mod host_path;
 mod mounts;
+mod payload;
 
+pub use fetch::{fetch, FetchedObjects};
 pub use mounts::{mounts, valid_sub_path};
 
 #[cfg(test)]

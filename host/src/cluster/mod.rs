@@ -6,8 +6,11 @@
 
 pub mod lease;
 pub mod node;
+pub mod objects;
 pub mod pod_source;
 pub mod status_sync;
+
+pub use objects::KubeObjectSource;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;

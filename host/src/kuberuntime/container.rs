@@ -51,19 +51,22 @@ impl RuntimeManager {
             return;
         }
         // Older dead attempts stay until container GC removes them (`gc::containers`).
-        let config = volumes::mounts(container, ctx.volume_paths)
+        let envs = super::env::resolve(ctx.pod, container, ctx.facts, &*self.objects)
+            .await
+            .map_err(|error| error.to_string());
+        let config = envs.and_then(|envs| {
+            let mounts =
+                volumes::mounts(container, ctx.volume_paths).map_err(|error| error.to_string())?;
+            pod_config::container_config(
+                ctx.pod,
+                container,
+                restart_count,
+                envs,
+                &self.node,
+                mounts,
+            )
             .map_err(|error| error.to_string())
-            .and_then(|mounts| {
-                pod_config::container_config(
-                    ctx.pod,
-                    container,
-                    restart_count,
-                    ctx.facts,
-                    &self.node,
-                    mounts,
-                )
-                .map_err(|error| error.to_string())
-            });
+        });
         let config = match config {
             Ok(config) => config,
             Err(message) => {

@@ -1,11 +1,10 @@
 //! Pod spec to CRI configs, as `kuberuntime_sandbox.go` and `kuberuntime_container.go` build
 //! them: metadata and labels that identify the pod, namespaces, cgroup parent by QoS,
-//! resources, security context, ports, environment and the log location.
+//! resources, security context, ports, DNS ([`dns`]), environment and the log location.
 
 use super::env;
 use super::linux_resources::linux_resources;
 use crate::cri::{api, labels};
-use crate::fieldpath::PodFacts;
 use crate::resources::{self, QuantityError};
 use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext};
 use std::collections::HashMap;
@@ -29,6 +28,10 @@ pub enum ConfigError {
     Resources(#[from] QuantityError),
 }
 
+mod dns;
+
+pub use dns::{parse_resolv_conf, pod_dns, read_host_dns, DnsContext, HostDns};
+
 /// Node-wide facts every config needs.
 #[derive(Debug, Clone)]
 pub struct NodeContext {
@@ -42,6 +45,8 @@ pub struct NodeContext {
     pub machine_memory_bytes: i64,
     /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
     pub root_dir: PathBuf,
+    /// `clusterDNS`, `clusterDomain` and the host resolver config, for the sandbox's DNS.
+    pub dns: DnsContext,
 }
 
 /// The labels that tie a sandbox to its pod and node.
@@ -157,7 +162,12 @@ pub fn sandbox_config(
         log_directory: crate::podutil::log_directory(&node.pod_logs_dir, pod)
             .display()
             .to_string(),
-        dns_config: None,
+        dns_config: Some(dns::pod_dns(
+            pod,
+            &node.dns,
+            &dns::read_host_dns(&node.dns.resolv_conf),
+            &node.node_ip,
+        )),
         port_mappings,
         labels: pod_labels(pod, &node.node_name),
         annotations: meta
@@ -241,12 +251,13 @@ fn security_context(pod: &Pod, container: &Container) -> api::LinuxContainerSecu
     }
 }
 
-/// The config of one container, attempt number `restart_count`, with its volume `mounts`.
+/// The config of one container, attempt number `restart_count`, with its environment `envs`
+/// (from [`env::resolve`]; command and args are expanded with it) and volume `mounts`.
 pub fn container_config(
     pod: &Pod,
     container: &Container,
     restart_count: u32,
-    facts: &PodFacts,
+    envs: Vec<(String, String)>,
     node: &NodeContext,
     mounts: Vec<api::Mount>,
 ) -> Result<api::ContainerConfig, ConfigError> {
@@ -254,7 +265,6 @@ pub fn container_config(
     let spec = pod.spec.as_ref().ok_or(ConfigError::NoSpec)?;
     let qos = resources::qos_class(spec);
     let limits = linux_resources(container, qos, node.machine_memory_bytes)?;
-    let envs = env::environment(pod, container, facts);
     let vars: HashMap<String, String> = envs.iter().cloned().collect();
     let expand_all = |list: &Option<Vec<String>>| {
         list.iter()
@@ -352,6 +362,7 @@ mod tests {
             pod_logs_dir: "/var/log/pods".into(),
             machine_memory_bytes: 1 << 30,
             root_dir: "/var/lib/kubelet".into(),
+            dns: DnsContext::default(),
         }
     }
 
@@ -380,7 +391,7 @@ mod tests {
             &pod,
             &spec.containers[0],
             3,
-            &PodFacts::default(),
+            vec![("MSG".into(), "hi".into())],
             &node(),
             vec![],
         )

@@ -14,7 +14,6 @@ use crate::status::Waiting;
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use tracing::{info, warn};
 
@@ -22,8 +21,8 @@ use tracing::{info, warn};
 pub struct PodSyncState {
     container_backoff: BackOff,
     image_backoff: BackOff,
-    /// Host paths of the pod's volumes, once set up.
-    volume_paths: Option<HashMap<String, PathBuf>>,
+    /// The pod's volumes: their host paths once set up, the back-off of a failing setup.
+    volumes: volumes::PodVolumes,
     /// The runtime is known to hold nothing for the pod yet (a pod first seen after a relist
     /// that did not list it): the first sync starts without reading the runtime.
     known_empty: bool,
@@ -39,14 +38,14 @@ impl PodSyncState {
         Self {
             container_backoff: BackOff::new(container_backoff),
             image_backoff: BackOff::new(image_backoff),
-            volume_paths: None,
+            volumes: volumes::PodVolumes::default(),
             known_empty,
         }
     }
 
     /// Forgets the volumes (they were torn down: an evicted pod frees them).
     pub fn forget_volumes(&mut self) {
-        self.volume_paths = None;
+        self.volumes.forget();
     }
 }
 
@@ -110,21 +109,21 @@ impl RuntimeManager {
             self.fetch(uid).await?
         };
         // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
-        // A static pod's spec never changes under its UID, so once set up they stay set up.
-        if state.volume_paths.is_none() {
-            match volumes::prepare(pod, &self.node.root_dir) {
-                Ok(paths) => state.volume_paths = Some(paths),
-                Err(error) => {
-                    warn!(%error, "volume setup failed; retrying");
-                    let waiting = volume_waiting(pod, &runtime, &error.to_string());
-                    return Ok(SyncResult {
-                        runtime,
-                        waiting,
-                        requeue: SYNC_ERROR_RETRY,
-                        finish: false,
-                    });
-                }
-            }
+        // Every sync rewrites the object-backed ones, so configMap changes and refreshed tokens
+        // reach running containers.
+        let host = volumes::VolumeHost {
+            root_dir: &self.node.root_dir,
+            memory_backed: true,
+        };
+        if let Err(wait) = state.volumes.sync(pod, &host, &*self.objects).await {
+            warn!(error = %wait.error, retry_ms = wait.retry.as_millis() as u64, "volume setup failed; retrying");
+            let waiting = volume_waiting(pod, &runtime, &wait.error.to_string());
+            return Ok(SyncResult {
+                runtime,
+                waiting,
+                requeue: wait.retry,
+                finish: false,
+            });
         }
         seed_backoff(&mut state.container_backoff, &runtime);
         let decide = |runtime: &PodRuntimeStatus, backoff: &BackOff| {
@@ -201,7 +200,7 @@ impl RuntimeManager {
             sandbox_id: &sandbox.id,
             sandbox_config: &sandbox_config,
             facts: &facts,
-            volume_paths: state.volume_paths.as_ref().unwrap_or(&no_volumes),
+            volume_paths: state.volumes.paths().unwrap_or(&no_volumes),
             hooks: &hooks,
         };
         let backoffs = (&mut state.container_backoff, &mut state.image_backoff);

@@ -31,8 +31,8 @@ fn atomic_writer_layout_and_rewrites() {
     let dir = tempfile::tempdir().unwrap();
     let vol = dir.path().join("v");
     let files = vec![
-        ("labels".to_string(), "app=\"web\"".to_string(), 0o644),
-        ("sub/name".to_string(), "web".to_string(), 0o644),
+        FileProjection::new("labels", "app=\"web\"", 0o644),
+        FileProjection::new("sub/name", "web", 0o644),
     ];
     atomic_write(&vol, &files).unwrap();
     assert_eq!(
@@ -52,7 +52,7 @@ fn atomic_writer_layout_and_rewrites() {
         "unchanged data is not rewritten"
     );
     let changed = vec![
-        ("labels".to_string(), "app=\"api\"".to_string(), 0o644),
+        FileProjection::new("labels", "app=\"api\"", 0o644),
         files[1].clone(),
     ];
     std::thread::sleep(std::time::Duration::from_millis(2));
@@ -85,7 +85,7 @@ fn errors_read_as_before() {
     };
     assert_eq!(
         error.to_string(),
-        r#"MountVolume.SetUp failed for volume "data": subPath "../x" must be a relative path inside the volume"#
+        r#"MountVolume.SetUp failed for volume "data" : subPath "../x" must be a relative path inside the volume"#
     );
     let missing = Path::new("/nonexistent/wasmlet-test");
     assert_eq!(
@@ -108,9 +108,11 @@ fn errors_read_as_before() {
         ..Default::default()
     };
     assert_eq!(
-        downward_files(&Pod::default(), &[no_container], None, 1)
+        downward_files(&Pod::default(), &[no_container], 0o644, 1)
             .unwrap_err()
             .to_string(),
         r#"resourceFieldRef names no container "nope""#
     );
 }
+
+mod api_objects;

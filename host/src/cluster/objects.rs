@@ -1,0 +1,388 @@
+//! The API server as the pods' [`ObjectSource`], over the main [`ApiClients`] client (its QPS
+//! bucket and call deadline).
+//!
+//! ConfigMaps and secrets are read by GET with a short TTL cache, upstream's `Get`/TTL
+//! strategy (`pkg/kubelet/util/manager/cache_based_manager.go`) rather than its per-object
+//! watches: with kube-rs every watch holds its own HTTP/1.1 connection, so a GET every
+//! [`OBJECT_TTL`] per referenced object is the cheaper first version. Only successful answers
+//! are cached, so an object created after a pod that needs it is seen on the next retry. They
+//! are never listed: the Node authorizer lets a node read only the named configMaps and secrets
+//! of pods bound to it.
+//!
+//! Tokens come from the TokenRequest API (`POST serviceaccounts/<sa>/token`, bound to the pod
+//! by kind, name and UID), cached per pod and request as upstream's token manager
+//! (`pkg/kubelet/token/token_manager.go`): refreshed once 80 % of their life (at most 24 h)
+//! has passed, and on a failed refresh the old token is served until it expires. A token no
+//! sync asked for in ten minutes belongs to a pod that is gone and is dropped.
+//!
+//! Services (for service links) are listed per namespace with the same TTL; a failed list
+//! serves the last good one, as an informer's store would.
+
+use super::{ApiClients, ApiError};
+use crate::objects::{
+    ObjectError, ObjectFuture, ObjectKind, ObjectSource, ServiceAccountToken, TokenRequest,
+};
+use k8s_openapi::api::authentication::v1 as authn;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tracing::{debug, warn};
+
+/// How long a configMap, secret or Service list is served from the cache.
+pub const OBJECT_TTL: Duration = Duration::from_secs(30);
+/// Upstream's `maxTTL`: a token is refreshed at least once a day.
+const TOKEN_MAX_REFRESH: Duration = Duration::from_secs(24 * 60 * 60);
+/// A token no sync asked for this long belongs to a pod that is gone (every sync asks for
+/// its pod's tokens): it is dropped, as upstream drops a deleted pod's tokens.
+const TOKEN_IDLE: Duration = Duration::from_secs(10 * 60);
+
+struct Cached<T> {
+    value: T,
+    fetched: Instant,
+}
+
+type Cache<K, T> = Mutex<HashMap<K, Cached<T>>>;
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn fresh<K: Eq + Hash, T: Clone>(cache: &Cache<K, T>, key: &K, ttl: Duration) -> Option<T> {
+    lock(cache)
+        .get(key)
+        .filter(|c| c.fetched.elapsed() < ttl)
+        .map(|c| c.value.clone())
+}
+
+fn store<K: Eq + Hash, T>(cache: &Cache<K, T>, key: K, value: T, ttl: Duration) {
+    let mut map = lock(cache);
+    // Entries of objects no pod asked for within a TTL go; the map stays as big as the
+    // node's working set.
+    map.retain(|_, c| c.fetched.elapsed() < ttl.saturating_mul(2));
+    map.insert(
+        key,
+        Cached {
+            value,
+            fetched: Instant::now(),
+        },
+    );
+}
+
+/// A token, when it was issued (for the refresh rule) and last served (to drop the tokens
+/// of pods that are gone).
+#[derive(Clone)]
+struct IssuedToken {
+    token: ServiceAccountToken,
+    issued: SystemTime,
+    used: Instant,
+}
+
+impl IssuedToken {
+    /// Upstream's `requiresRefresh`: past 80 % of the token's life, or older than 24 h.
+    fn needs_refresh(&self, now: SystemTime) -> bool {
+        let life = self
+            .token
+            .expires
+            .duration_since(self.issued)
+            .unwrap_or(Duration::ZERO);
+        let refresh_after = (life.saturating_mul(4) / 5).min(TOKEN_MAX_REFRESH);
+        now.duration_since(self.issued)
+            .is_ok_and(|age| age >= refresh_after)
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct TokenKey {
+    namespace: String,
+    pod_name: String,
+    pod_uid: String,
+    request: TokenRequest,
+}
+
+/// The kube-rs [`ObjectSource`]; see the module documentation for its caching.
+pub struct KubeObjectSource {
+    clients: ApiClients,
+    ttl: Duration,
+    config_maps: Cache<(String, String), Arc<ConfigMap>>,
+    secrets: Cache<(String, String), Arc<Secret>>,
+    services: Cache<String, Arc<Vec<Service>>>,
+    tokens: Mutex<HashMap<TokenKey, IssuedToken>>,
+}
+
+impl KubeObjectSource {
+    /// A source over `clients.main`, with the default [`OBJECT_TTL`].
+    pub fn new(clients: ApiClients) -> Self {
+        Self::with_ttl(clients, OBJECT_TTL)
+    }
+
+    /// A source whose configMaps, secrets and Service lists are served from the cache for
+    /// `ttl`.
+    pub fn with_ttl(clients: ApiClients, ttl: Duration) -> Self {
+        Self {
+            clients,
+            ttl,
+            config_maps: Default::default(),
+            secrets: Default::default(),
+            services: Default::default(),
+            tokens: Default::default(),
+        }
+    }
+
+    async fn get<K>(
+        &self,
+        cache: &Cache<(String, String), Arc<K>>,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<K>, ObjectError>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let key = (namespace.to_string(), name.to_string());
+        if let Some(object) = fresh(cache, &key, self.ttl) {
+            return Ok(object);
+        }
+        let api: Api<K> = Api::namespaced(self.clients.main.clone(), namespace);
+        let object = self
+            .clients
+            .call(api.get(name))
+            .await
+            .map_err(|e| object_error(kind, namespace, name, e))?;
+        let object = Arc::new(object);
+        store(cache, key, object.clone(), self.ttl);
+        debug!(
+            kind = kind.resource(),
+            namespace, name, "read from the API server"
+        );
+        Ok(object)
+    }
+
+    async fn token(
+        &self,
+        pod: &Pod,
+        request: &TokenRequest,
+    ) -> Result<ServiceAccountToken, ObjectError> {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+        let key = TokenKey {
+            namespace: namespace.clone(),
+            pod_name: pod.metadata.name.clone().unwrap_or_default(),
+            pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+            request: request.clone(),
+        };
+        let now = SystemTime::now();
+        let cached = lock(&self.tokens).get_mut(&key).map(|c| {
+            c.used = Instant::now();
+            c.clone()
+        });
+        if let Some(cached) = cached.as_ref().filter(|c| !c.needs_refresh(now)) {
+            return Ok(cached.token.clone());
+        }
+        match self.request_token(pod, &namespace, request).await {
+            Ok(token) => {
+                let mut tokens = lock(&self.tokens);
+                tokens.retain(|_, t| t.token.expires > now && t.used.elapsed() < TOKEN_IDLE);
+                tokens.insert(
+                    key,
+                    IssuedToken {
+                        token: token.clone(),
+                        issued: now,
+                        used: Instant::now(),
+                    },
+                );
+                Ok(token)
+            }
+            Err(error) => match cached.filter(|c| c.token.expires > now) {
+                Some(cached) => {
+                    warn!(%error, service_account = %request.service_account, "token refresh failed; serving the current token until it expires");
+                    Ok(cached.token)
+                }
+                None => Err(error),
+            },
+        }
+    }
+
+    async fn request_token(
+        &self,
+        pod: &Pod,
+        namespace: &str,
+        request: &TokenRequest,
+    ) -> Result<ServiceAccountToken, ObjectError> {
+        let sa = request.service_account.as_str();
+        let body = authn::TokenRequest {
+            metadata: Default::default(),
+            spec: authn::TokenRequestSpec {
+                audiences: request.audiences.clone(),
+                expiration_seconds: Some(request.expiration_seconds),
+                bound_object_ref: Some(authn::BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+            },
+            status: None,
+        };
+        let api: Api<ServiceAccount> = Api::namespaced(self.clients.main.clone(), namespace);
+        let answer = self
+            .clients
+            .call(api.create_token_request(sa, &PostParams::default(), &body))
+            .await
+            .map_err(|e| object_error(ObjectKind::ServiceAccountToken, namespace, sa, e))?;
+        let status = answer
+            .status
+            .filter(|s| !s.token.is_empty())
+            .ok_or_else(|| ObjectError::Unavailable {
+                kind: ObjectKind::ServiceAccountToken,
+                namespace: namespace.into(),
+                name: sa.into(),
+                message: "the API server answered without a token".into(),
+            })?;
+        let nanos = status.expiration_timestamp.0.as_nanosecond();
+        let expires = UNIX_EPOCH + Duration::from_nanos(u64::try_from(nanos).unwrap_or(0));
+        debug!(namespace, service_account = sa, "token issued");
+        Ok(ServiceAccountToken {
+            token: status.token,
+            expires,
+        })
+    }
+
+    async fn list_services(&self, namespace: &str) -> Result<Arc<Vec<Service>>, ObjectError> {
+        let key = namespace.to_string();
+        if let Some(list) = fresh(&self.services, &key, self.ttl) {
+            return Ok(list);
+        }
+        let api: Api<Service> = Api::namespaced(self.clients.main.clone(), namespace);
+        match self.clients.call(api.list(&ListParams::default())).await {
+            Ok(list) => {
+                let list = Arc::new(list.items);
+                store(&self.services, key, list.clone(), self.ttl);
+                Ok(list)
+            }
+            Err(error) => {
+                let stale = lock(&self.services).get(&key).map(|c| c.value.clone());
+                match stale {
+                    Some(list) => {
+                        warn!(namespace, %error, "listing Services failed; serving the last list");
+                        Ok(list)
+                    }
+                    None => Err(object_error(ObjectKind::Services, namespace, "", error)),
+                }
+            }
+        }
+    }
+}
+
+/// An API error as the object error its caller sorts by.
+fn object_error(kind: ObjectKind, namespace: &str, name: &str, error: ApiError) -> ObjectError {
+    let (namespace, name) = (namespace.to_string(), name.to_string());
+    match error.code() {
+        Some(404) => ObjectError::NotFound {
+            kind,
+            namespace,
+            name,
+        },
+        Some(401 | 403) => ObjectError::Forbidden {
+            kind,
+            namespace,
+            name,
+            message: error.to_string(),
+        },
+        _ => ObjectError::Unavailable {
+            kind,
+            namespace,
+            name,
+            message: error.to_string(),
+        },
+    }
+}
+
+impl ObjectSource for KubeObjectSource {
+    fn config_map<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> ObjectFuture<'a, Arc<ConfigMap>> {
+        Box::pin(self.get(&self.config_maps, ObjectKind::ConfigMap, namespace, name))
+    }
+
+    fn secret<'a>(&'a self, namespace: &'a str, name: &'a str) -> ObjectFuture<'a, Arc<Secret>> {
+        Box::pin(self.get(&self.secrets, ObjectKind::Secret, namespace, name))
+    }
+
+    fn service_account_token<'a>(
+        &'a self,
+        pod: &'a Pod,
+        request: &'a TokenRequest,
+    ) -> ObjectFuture<'a, ServiceAccountToken> {
+        Box::pin(self.token(pod, request))
+    }
+
+    fn services<'a>(&'a self, namespace: &'a str) -> ObjectFuture<'a, Arc<Vec<Service>>> {
+        Box::pin(self.list_services(namespace))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn issued(life: Duration) -> IssuedToken {
+        let issued = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        IssuedToken {
+            token: ServiceAccountToken {
+                token: "t".into(),
+                expires: issued + life,
+            },
+            issued,
+            used: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn tokens_refresh_at_80_percent_or_a_day() {
+        let hour = issued(Duration::from_secs(3600));
+        let at = |secs| hour.issued + Duration::from_secs(secs);
+        assert!(!hour.needs_refresh(at(2879)));
+        assert!(hour.needs_refresh(at(2880)));
+        // A year-long token (the API server extends kube-api-access tokens) is renewed daily.
+        let year = issued(Duration::from_secs(365 * 24 * 3600));
+        assert!(!year.needs_refresh(year.issued + Duration::from_secs(23 * 3600)));
+        assert!(year.needs_refresh(year.issued + TOKEN_MAX_REFRESH));
+    }
+
+    #[test]
+    fn api_errors_sort_by_what_the_caller_does() {
+        let status = |code: u16| {
+            ApiError::Status(Box::new(kube::core::Status {
+                code,
+                message: format!("code {code}"),
+                ..Default::default()
+            }))
+        };
+        assert!(object_error(ObjectKind::ConfigMap, "ns", "x", status(404)).is_not_found());
+        assert_eq!(
+            object_error(ObjectKind::ConfigMap, "ns", "x", status(404)).to_string(),
+            r#"configmap "x" not found"#
+        );
+        assert!(matches!(
+            object_error(ObjectKind::Secret, "ns", "x", status(403)),
+            ObjectError::Forbidden { .. }
+        ));
+        assert!(matches!(
+            object_error(
+                ObjectKind::Secret,
+                "ns",
+                "x",
+                ApiError::Timeout(Duration::from_secs(1))
+            ),
+            ObjectError::Unavailable { .. }
+        ));
+    }
+}
