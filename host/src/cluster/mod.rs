@@ -4,6 +4,9 @@
 //! server as the node identity of `--kubeconfig` (`system:node:<name>` under the Node
 //! authorizer and NodeRestriction) and never needs more.
 
+pub mod events;
+pub mod mirror;
+
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::num::NonZeroU32;
 use std::path::Path;
