@@ -22,6 +22,7 @@ pub use pod_config::NodeContext;
 pub use sync::{PodSyncState, SyncResult};
 
 use crate::cri::{CriClient, CriError};
+use crate::events::EventRecorder;
 use crate::lifecycle::PodHooks;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use k8s_openapi::api::core::v1::Pod;
@@ -54,6 +55,8 @@ pub struct RuntimeManager {
     pub plugins: Arc<PluginRegistry>,
     /// The resync period: the requeue of a sync that has nothing to wait for.
     pub sync_frequency: Duration,
+    /// Where the pod and container events go (`Pulled`, `Started`, `Killing`, `BackOff`...).
+    pub events: Arc<dyn EventRecorder>,
 }
 
 impl RuntimeManager {
@@ -70,6 +73,7 @@ impl RuntimeManager {
             pod: pod.clone(),
             pod_ip: self.pod_ip(pod, runtime),
             containers: Arc::new(running_containers(runtime)),
+            events: self.events.clone(),
         }
     }
 

@@ -41,7 +41,7 @@ fn recorded(object: ObjectRef, reason: &str, message: &str, when: SystemTime) ->
 
 #[derive(Debug, Clone, PartialEq)]
 enum Call {
-    Create(Event),
+    Create(Box<Event>),
     Patch(String, String, serde_json::Value),
 }
 
@@ -60,7 +60,10 @@ impl FakeSink {
 
 impl EventSink for FakeSink {
     async fn create(&self, event: &Event) -> Result<(), ApiError> {
-        self.calls.lock().unwrap().push(Call::Create(event.clone()));
+        self.calls
+            .lock()
+            .unwrap()
+            .push(Call::Create(Box::new(event.clone())));
         Ok(())
     }
 
