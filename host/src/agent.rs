@@ -112,7 +112,9 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     .map_err(|e| StartError::Plugins(e.to_string()))?
     .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
     let _plugin_watcher = plugins.watch();
-    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()));
+    // Standalone, events only go to the log; cluster mode replaces this recorder.
+    let events: Arc<dyn crate::events::EventRecorder> = Arc::new(crate::events::LogOnly);
+    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()).with_events(events.clone()));
 
     let metrics = Arc::new(crate::metrics::Metrics::default());
     let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
@@ -259,6 +261,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         gc: gc.clone(),
         evictions: evict_tx,
         log: decision_log,
+        events: events.clone(),
         state: Default::default(),
         cpu: Default::default(),
     });
@@ -308,6 +311,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
             objects: Arc::new(crate::objects::Standalone),
+            events,
         },
         status: Arc::new(StatusManager::new(store.clone(), status_sinks)),
         runtime_name,

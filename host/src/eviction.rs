@@ -12,6 +12,7 @@ pub mod signals;
 pub mod snapshot;
 
 use crate::config::eviction::{Threshold, ThresholdValue};
+use crate::events::{EventRecorder, EventType, ObjectRef};
 use crate::gc::GarbageCollector;
 use crate::metrics::Metrics;
 use crate::stats;
@@ -86,6 +87,8 @@ pub struct EvictionManager {
     pub evictions: mpsc::Sender<EvictRequest>,
     /// Served at `/evictions`.
     pub log: Arc<DecisionLog>,
+    /// `EvictionThresholdMet` on the node and `Evicted` on each evicted pod go here.
+    pub events: Arc<dyn EventRecorder>,
     /// Per-cycle memory; starts empty.
     pub(crate) state: Mutex<CycleState>,
     /// Previous CPU samples, for rates the runtime does not report.
@@ -170,6 +173,18 @@ impl EvictionManager {
         active.sort_by_key(|&i| self.config.thresholds[i].signal.pressure() != Pressure::Memory);
         let threshold = self.config.thresholds[active[0]].clone();
         tracing::Span::current().record("signal", threshold.signal.as_str());
+        let node = &self.config.node_name;
+        // Upstream's node reference carries the node's name as its UID (kubectl looks for it).
+        let message = format!(
+            "Attempting to reclaim {}",
+            starved_resource(threshold.signal)
+        );
+        self.events.record(
+            &ObjectRef::node(node, node),
+            EventType::Warning,
+            "EvictionThresholdMet",
+            message,
+        );
 
         if matches!(
             threshold.signal.pressure(),
@@ -215,5 +230,15 @@ impl EvictionManager {
             );
         }
         resolved
+    }
+}
+
+/// The resource a signal starves, as upstream's `signalToResource` names it in events.
+fn starved_resource(signal: Signal) -> &'static str {
+    match signal.pressure() {
+        Pressure::Memory => "memory",
+        Pressure::Pid => "pids",
+        Pressure::Disk => "ephemeral-storage",
+        Pressure::Inodes => "inodes",
     }
 }

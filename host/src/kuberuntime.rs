@@ -22,6 +22,7 @@ pub use pod_config::NodeContext;
 pub use sync::{PodSyncState, SyncResult};
 
 use crate::cri::{CriClient, CriError};
+use crate::events::EventRecorder;
 use crate::lifecycle::PodHooks;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use k8s_openapi::api::core::v1::Pod;
@@ -57,6 +58,8 @@ pub struct RuntimeManager {
     /// Where volumes and the environment read configMaps, secrets, tokens and Services:
     /// the API server in cluster mode, [`crate::objects::Standalone`] otherwise.
     pub objects: Arc<dyn crate::objects::ObjectSource>,
+    /// Where the pod and container events go (`Pulled`, `Started`, `Killing`, `BackOff`...).
+    pub events: Arc<dyn EventRecorder>,
 }
 
 impl RuntimeManager {
@@ -73,6 +76,7 @@ impl RuntimeManager {
             pod: pod.clone(),
             pod_ip: self.pod_ip(pod, runtime),
             containers: Arc::new(running_containers(runtime)),
+            events: self.events.clone(),
         }
     }
 

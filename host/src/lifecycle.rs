@@ -6,6 +6,7 @@
 //! `post-start` / `pre-stop` after the spec's handler, scoped to the pod.
 
 use crate::cri::{CriClient, CriError};
+use crate::events::{EventRecorder, EventType, ObjectRef};
 use crate::podutil::{self, MINIMUM_GRACE};
 use crate::prober::{exec, http, wasm};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
@@ -141,6 +142,8 @@ pub struct PodHooks {
     pub pod_ip: String,
     /// Container name -> running container ID, for plugins' scoped exec.
     pub containers: Arc<HashMap<String, String>>,
+    /// `Killing` and `FailedPreStopHook` go here.
+    pub events: Arc<dyn EventRecorder>,
 }
 
 impl PodHooks {
@@ -213,19 +216,51 @@ impl PodHooks {
                 info!(container = %name, elapsed_ms = started.elapsed().as_millis() as u64, "preStop hook finished")
             }
             Ok(()) => {}
-            Err(message) => warn!(
-                container = %name,
-                reason = HookKind::PreStop.failure_reason(),
-                %message,
-                "preStop hook failed"
-            ),
+            Err(message) => {
+                warn!(
+                    container = %name,
+                    reason = HookKind::PreStop.failure_reason(),
+                    %message,
+                    "preStop hook failed"
+                );
+                // Upstream keeps the handler's output out of the event (it may hold secrets)
+                // and records none when the grace period ran out first.
+                if !matches!(message, HookError::PreStopTimeout { .. }) {
+                    self.events.record(
+                        &ObjectRef::container(&self.pod, name),
+                        EventType::Warning,
+                        HookKind::PreStop.failure_reason(),
+                        "PreStopHook failed".into(),
+                    );
+                }
+            }
         }
         started.elapsed()
     }
 
-    /// Upstream's `killContainer`: the preStop hooks, with their time taken from `grace`,
-    /// then `StopContainer` with what is left (at least 2 s).
+    /// Upstream's `killContainer`: a `Killing` event ("Stopping container <name>"), the
+    /// preStop hooks, with their time taken from `grace`, then `StopContainer` with what is
+    /// left (at least 2 s).
     pub async fn kill(&self, name: &str, id: &str, grace: Duration) -> Result<(), CriError> {
+        self.kill_because(name, id, grace, format!("Stopping container {name}"))
+            .await
+    }
+
+    /// [`PodHooks::kill`] with the `Killing` event's `message` naming why (a failed probe, a
+    /// changed spec, a failed postStart hook).
+    pub async fn kill_because(
+        &self,
+        name: &str,
+        id: &str,
+        grace: Duration,
+        message: String,
+    ) -> Result<(), CriError> {
+        self.events.record(
+            &ObjectRef::container(&self.pod, name),
+            EventType::Normal,
+            "Killing",
+            message,
+        );
         let spent = self.pre_stop(name, id, grace).await;
         // Whole seconds, as upstream (`gracePeriod - int64(time.Since(start).Seconds())`):
         // CRI takes seconds, and a hook of a few milliseconds must not cost a second.

@@ -5,6 +5,7 @@
 
 use crate::config::BackOffConfig;
 use crate::cri::api;
+use crate::events::{EventType, ObjectRef};
 use crate::kuberuntime::{self, PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
 use crate::pleg::ExitHint;
 use crate::podutil::{self, MINIMUM_GRACE};
@@ -386,7 +387,9 @@ impl PodWorker {
         let runtime_status = retry("evicting pod failed", || async move {
             let current = runtime.fetch(uid).await?;
             let hooks = runtime.hooks(pod, &current);
-            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks)).await?;
+            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks))
+                .await
+                .inspect_err(|error| failed_kill(runtime, pod, error))?;
             runtime.stop_ready_sandboxes(&current).await?;
             runtime.fetch(uid).await
         })
@@ -420,7 +423,9 @@ impl PodWorker {
         let stopped = retry("terminating pod failed", || async move {
             let current = runtime.fetch(uid).await?;
             let hooks = runtime.hooks(pod, &current);
-            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks)).await?;
+            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks))
+                .await
+                .inspect_err(|error| failed_kill(runtime, pod, error))?;
             runtime.fetch(uid).await
         })
         .await;
@@ -437,6 +442,17 @@ impl PodWorker {
         self.state = WorkerState::Terminated;
         info!("pod terminated and removed");
     }
+}
+
+/// Upstream's `FailedKillPod` event; the teardown retries.
+fn failed_kill(runtime: &RuntimeManager, pod: &Pod, error: &crate::cri::CriError) {
+    let message = format!("error killing pod: {error}");
+    runtime.events.record(
+        &ObjectRef::pod(pod),
+        EventType::Warning,
+        "FailedKillPod",
+        message,
+    );
 }
 
 mod probes;

@@ -19,6 +19,7 @@ pub mod tcp;
 pub mod wasm;
 pub mod worker;
 
+use crate::events::{EventRecorder, LogOnly};
 use results::ProbeResult;
 use std::sync::Arc;
 use std::time::Instant;
@@ -91,18 +92,27 @@ pub struct Prober {
     pub metrics: Arc<metrics::ProbeMetrics>,
     /// Probe, hook and admission plugins.
     pub plugins: Arc<PluginRegistry>,
+    /// Where `Unhealthy` and `ProbeWarning` events go.
+    pub events: Arc<dyn EventRecorder>,
     /// When this wasmlet started: probes of containers found running within the first
     /// period are spread over it, as upstream does after a kubelet restart.
     started: Instant,
 }
 
 impl Prober {
-    /// A prober with empty metrics, asking `plugins` for plugin probes.
+    /// A prober with empty metrics, asking `plugins` for plugin probes; its events only go
+    /// to the log until [`Prober::with_events`].
     pub fn new(plugins: Arc<PluginRegistry>) -> Self {
         Self {
             metrics: Arc::new(metrics::ProbeMetrics::new()),
             plugins,
+            events: Arc::new(LogOnly),
             started: Instant::now(),
         }
+    }
+
+    /// The prober with its events going to `events`.
+    pub fn with_events(self, events: Arc<dyn EventRecorder>) -> Self {
+        Self { events, ..self }
     }
 }

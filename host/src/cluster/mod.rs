@@ -4,7 +4,9 @@
 //! server as the node identity of `--kubeconfig` (`system:node:<name>` under the Node
 //! authorizer and NodeRestriction) and never needs more.
 
+pub mod events;
 pub mod lease;
+pub mod mirror;
 pub mod node;
 pub mod objects;
 pub mod pod_source;

@@ -4,6 +4,7 @@
 use super::decision_log::{self, DecisionRecord};
 use super::{signals, EvictRequest, EvictionError, EvictionManager};
 use crate::config::eviction::Threshold;
+use crate::events::{EventType, ObjectRef};
 use crate::metrics::{decided_by_label, EvictionLabels};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,6 +90,12 @@ impl EvictionManager {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_name = name(index);
         warn!(pod = %pod_name, signal = threshold.signal.as_str(), %plugin, grace_s = grace.as_secs(), %message, "evicting pod");
+        self.events.record(
+            &ObjectRef::pod(pod),
+            EventType::Warning,
+            "Evicted",
+            message.clone(),
+        );
         record.evicted = Some(pod_name);
         record.message = Some(message.clone());
         self.log.push(record);

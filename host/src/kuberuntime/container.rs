@@ -7,6 +7,7 @@ use super::sync::SyncOutcome;
 use super::{ignore_not_found, pod_config, RuntimeManager, SYNC_ERROR_RETRY};
 use crate::backoff::BackOff;
 use crate::cri::{api, CriClient, CriError};
+use crate::events::{EventType, ObjectRef};
 use crate::fieldpath::PodFacts;
 use crate::lifecycle::{HookKind, PodHooks};
 use crate::runtime_status::{self, PodRuntimeStatus};
@@ -39,14 +40,19 @@ impl RuntimeManager {
         image_backoff: &mut BackOff,
         outcome: &mut SyncOutcome,
     ) {
+        let object = ObjectRef::container(ctx.pod, &container.name);
+        let event = |kind, reason: &str, message: String| {
+            self.events.record(&object, kind, reason, message)
+        };
         if let Err(ImageWait {
             reason,
             message,
             retry,
         }) = self
-            .ensure_image(container, ctx.sandbox_config, image_backoff)
+            .ensure_image(ctx.pod, container, ctx.sandbox_config, image_backoff)
             .await
         {
+            event(EventType::Warning, "Failed", format!("Error: {reason}"));
             outcome.wait(&container.name, reason, message, retry);
             return;
         }
@@ -70,6 +76,7 @@ impl RuntimeManager {
         let config = match config {
             Ok(config) => config,
             Err(message) => {
+                event(EventType::Warning, "Failed", format!("Error: {message}"));
                 outcome.wait(
                     &container.name,
                     "CreateContainerConfigError",
@@ -85,10 +92,16 @@ impl RuntimeManager {
             .await
         {
             Ok(id) => {
+                event(
+                    EventType::Normal,
+                    "Created",
+                    format!("Created container: {}", container.name),
+                );
                 outcome.touched.push(id.clone());
                 id
             }
             Err(error) => {
+                event(EventType::Warning, "Failed", format!("Error: {error}"));
                 outcome.wait(
                     &container.name,
                     "CreateContainerError",
@@ -101,11 +114,19 @@ impl RuntimeManager {
         match self.cri.start_container(&id).await {
             Ok(()) => {
                 info!(container = %container.name, id = %id, restart_count, "container started");
+                event(
+                    EventType::Normal,
+                    "Started",
+                    format!("Started container {}", container.name),
+                );
                 self.post_start(ctx, container, &id, outcome).await;
             }
             // The runtime records the failed start (exit 128, StartError); the next sync
             // restarts it under back-off like any other failure.
-            Err(error) => warn!(container = %container.name, %error, "container failed to start"),
+            Err(error) => {
+                warn!(container = %container.name, %error, "container failed to start");
+                event(EventType::Warning, "Failed", format!("Error: {error}"));
+            }
         }
     }
 
@@ -129,8 +150,20 @@ impl RuntimeManager {
             return;
         };
         warn!(container = %container.name, reason = HookKind::PostStart.failure_reason(), %message, "postStart hook failed; killing the container");
+        // Upstream keeps the handler's output out of the event: it may hold secrets.
+        let reason = HookKind::PostStart.failure_reason();
+        self.events.record(
+            &ObjectRef::container(ctx.pod, &container.name),
+            EventType::Warning,
+            reason,
+            "PostStartHook failed".into(),
+        );
         let grace = crate::podutil::grace_period(ctx.pod);
-        if let Err(error) = ctx.hooks.kill(&container.name, id, grace).await {
+        if let Err(error) = ctx
+            .hooks
+            .kill_because(&container.name, id, grace, reason.into())
+            .await
+        {
             warn!(container = %container.name, %error, "killing the container after its failed postStart hook failed");
         }
         outcome.wait(
@@ -141,11 +174,32 @@ impl RuntimeManager {
         );
     }
 
-    /// Starts a container that was created but never started (a sync cut short).
-    pub(super) async fn start_created(&self, name: &str, id: &str, outcome: &mut SyncOutcome) {
+    /// Starts a container of `pod` that was created but never started (a sync cut short).
+    pub(super) async fn start_created(
+        &self,
+        pod: &Pod,
+        name: &str,
+        id: &str,
+        outcome: &mut SyncOutcome,
+    ) {
         outcome.touched.push(id.to_string());
-        if let Err(error) = self.cri.start_container(id).await {
-            warn!(container = %name, %error, "starting a created container failed");
+        let object = ObjectRef::container(pod, name);
+        match self.cri.start_container(id).await {
+            Ok(()) => self.events.record(
+                &object,
+                EventType::Normal,
+                "Started",
+                format!("Started container {name}"),
+            ),
+            Err(error) => {
+                warn!(container = %name, %error, "starting a created container failed");
+                self.events.record(
+                    &object,
+                    EventType::Warning,
+                    "Failed",
+                    format!("Error: {error}"),
+                );
+            }
         }
     }
 }

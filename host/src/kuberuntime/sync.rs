@@ -8,6 +8,7 @@ use super::{
 };
 use crate::backoff::BackOff;
 use crate::config::BackOffConfig;
+use crate::events::{EventType, ObjectRef};
 use crate::fieldpath::PodFacts;
 use crate::runtime_status::PodRuntimeStatus;
 use crate::status::Waiting;
@@ -117,6 +118,12 @@ impl RuntimeManager {
         };
         if let Err(wait) = state.volumes.sync(pod, &host, &*self.objects).await {
             warn!(error = %wait.error, retry_ms = wait.retry.as_millis() as u64, "volume setup failed; retrying");
+            self.events.record(
+                &ObjectRef::pod(pod),
+                EventType::Warning,
+                "FailedMount",
+                wait.error.to_string(),
+            );
             let waiting = volume_waiting(pod, &runtime, &wait.error.to_string());
             return Ok(SyncResult {
                 runtime,
@@ -150,7 +157,24 @@ impl RuntimeManager {
             let config = super::pod_config::sandbox_config(pod, &self.node, attempt)
                 .map_err(SyncError::Config)?;
             let grace = crate::podutil::grace_period(pod);
-            let id = self.create_sandbox(&runtime, config.clone(), grace).await?;
+            let object = ObjectRef::pod(pod);
+            if !runtime.sandboxes.is_empty() {
+                let message = "Pod sandbox changed, it will be killed and re-created.";
+                self.events
+                    .record(&object, EventType::Normal, "SandboxChanged", message.into());
+            }
+            let id = self
+                .create_sandbox(&runtime, config.clone(), grace)
+                .await
+                .inspect_err(|error| {
+                    let message = format!("Failed to create pod sandbox: {error}");
+                    self.events.record(
+                        &object,
+                        EventType::Warning,
+                        "FailedCreatePodSandBox",
+                        message,
+                    )
+                })?;
             sandbox_config = Some(config);
             if runtime.containers.is_empty() {
                 // A new pod: the new sandbox is all that changed.
@@ -226,19 +250,33 @@ impl RuntimeManager {
         outcome: &mut SyncOutcome,
     ) {
         for kill in &actions.kill {
-            let grace = match &kill.reason {
+            let (grace, message) = match &kill.reason {
                 KillReason::Unhealthy(probe) => {
                     info!(container = %kill.name, probe = probe.probe.as_str(), message = %probe.message, "container failed its {} probe, will be restarted", probe.probe.annotation_name());
-                    probe
+                    let grace = probe
                         .grace
-                        .unwrap_or_else(|| crate::podutil::grace_period(ctx.pod))
+                        .unwrap_or_else(|| crate::podutil::grace_period(ctx.pod));
+                    let kind = probe.probe.annotation_name();
+                    let message = format!(
+                        "Container {} failed {kind} probe, will be restarted",
+                        kill.name
+                    );
+                    (grace, message)
                 }
                 KillReason::SpecChanged => {
                     info!(container = %kill.name, "container spec changed, will be restarted");
-                    crate::podutil::grace_period(ctx.pod)
+                    let message = format!(
+                        "Container {} definition changed, will be restarted",
+                        kill.name
+                    );
+                    (crate::podutil::grace_period(ctx.pod), message)
                 }
             };
-            if let Err(error) = ctx.hooks.kill(&kill.name, &kill.id, grace).await {
+            if let Err(error) = ctx
+                .hooks
+                .kill_because(&kill.name, &kill.id, grace, message)
+                .await
+            {
                 if !error.is_not_found() {
                     warn!(container = %kill.name, %error, "killing the container failed");
                 }
@@ -247,7 +285,7 @@ impl RuntimeManager {
             outcome.requeue = outcome.requeue.min(Duration::from_millis(100));
         }
         for created in &actions.start_created {
-            self.start_created(&created.name, &created.id, outcome)
+            self.start_created(ctx.pod, &created.name, &created.id, outcome)
                 .await;
         }
         for start in &actions.start {
@@ -262,12 +300,21 @@ impl RuntimeManager {
                 .await;
         }
         for hold in &actions.back_off {
+            let full_name = crate::podutil::full_name(ctx.pod);
+            let uid = crate::podutil::uid(ctx.pod);
+            self.events.record(
+                &ObjectRef::container(ctx.pod, &hold.name),
+                EventType::Warning,
+                "BackOff",
+                format!(
+                    "Back-off restarting failed container {} in pod {full_name}({uid})",
+                    hold.name
+                ),
+            );
             let message = format!(
-                "back-off {} restarting failed container={} pod={}({})",
+                "back-off {} restarting failed container={} pod={full_name}({uid})",
                 crate::config::duration::format(hold.backoff),
                 hold.name,
-                crate::podutil::full_name(ctx.pod),
-                crate::podutil::uid(ctx.pod),
             );
             outcome.wait(&hold.name, "CrashLoopBackOff", message, hold.left);
         }

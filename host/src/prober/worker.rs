@@ -7,6 +7,7 @@ use super::results::{Outcome, ProbeResult, Published, Shared};
 use super::spec::{Handler, ProbeConfig};
 use super::{exec, grpc, http, metrics, tcp, wasm, ProbeKind, ProbeView, Prober};
 use crate::cri::CriClient;
+use crate::events::{EventRecorder, EventType, ObjectRef};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -90,6 +91,7 @@ impl ContainerProbes {
                         config.clone(),
                         shared.clone(),
                         notify.clone(),
+                        prober.events.clone(),
                         started_at,
                         first_delay,
                     )
@@ -207,14 +209,31 @@ impl Thresholds {
     }
 }
 
+/// The app container `target` probes, as an event's involved object.
+fn container_ref(target: &ProbeTarget) -> ObjectRef {
+    ObjectRef {
+        kind: "Pod".into(),
+        namespace: target.namespace.clone(),
+        name: target.pod_name.clone(),
+        uid: target.pod_uid.clone(),
+        field_path: Some(format!("spec.containers{{{}}}", target.container)),
+    }
+}
+
 async fn run_worker(
     target: Arc<ProbeTarget>,
     config: ProbeConfig,
     shared: Arc<Shared>,
     notify: Notify,
+    events: Arc<dyn EventRecorder>,
     started_at: SystemTime,
     first_delay: Duration,
 ) {
+    let object = container_ref(&target);
+    let kind = config.kind.as_str();
+    let event = |event_type, reason: &str, message: String| {
+        events.record(&object, event_type, reason, message)
+    };
     tokio::time::sleep(first_delay).await;
     let mut ticker = tokio::time::interval(config.period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -248,13 +267,30 @@ async fn run_worker(
             Outcome::Success => (ProbeResult::Success, "successful", String::new()),
             Outcome::Warning(message) => {
                 debug!(%message, "probe succeeded with a warning");
+                event(
+                    EventType::Warning,
+                    "ProbeWarning",
+                    format!("{kind} probe warning: {message}"),
+                );
                 (ProbeResult::Success, "successful", message)
             }
-            Outcome::Failure(message) => (ProbeResult::Failure, "failed", message),
+            Outcome::Failure(message) => {
+                event(
+                    EventType::Warning,
+                    "Unhealthy",
+                    format!("{kind} probe failed: {message}"),
+                );
+                (ProbeResult::Failure, "failed", message)
+            }
             Outcome::Unknown(message) => (ProbeResult::Failure, "unknown", message),
             Outcome::Error(message) => {
                 // Upstream throws a prober error away: it moves no threshold.
                 debug!(%message, "probe errored");
+                event(
+                    EventType::Warning,
+                    "Unhealthy",
+                    format!("{kind} probe errored and resulted in unknown state: {message}"),
+                );
                 target
                     .metrics
                     .observe(&target, config.kind, "unknown", elapsed);
