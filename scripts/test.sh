@@ -14,16 +14,21 @@ if [ "$(cc -print-file-name=libc.a)" = "libc.a" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libc6-dev >&2
 fi
 cargo rustc --release -p wasmlet --example grpc_health_server -- -C target-feature=+crt-static -C strip=symbols
+cargo rustc --release -p wasmlet --example api_client -- -C target-feature=+crt-static -C strip=symbols
 # Kept apart from target/release/examples, which `cargo test` rebuilds without crt-static; the
 # path is absolute because tests re-run setup-node.sh from other working directories.
 mkdir -p target/test-image
 cp target/release/examples/grpc_health_server target/test-image/grpc_health_server
-export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/test-image/grpc_health_server${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
+cp target/release/examples/api_client target/test-image/api_client
+export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/test-image/grpc_health_server $PWD/target/test-image/api_client${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
 
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
 step "image GC node setup (a second containerd on a small tmpfs image filesystem)"
 scripts/setup-gc-node.sh >/dev/null
+
+step "control plane: etcd and Kubernetes from the Go module proxy (cached by version)"
+scripts/control-plane.sh build >/dev/null
 
 step "proto check against containerd's embedded descriptors"
 python3 scripts/check-proto.py
@@ -44,6 +49,13 @@ scripts/check-module-graph.sh
 step "cargo clippy"
 cargo clippy --release --all-targets -- -D warnings
 
-step "cargo test (unit + integration, real containerd)"
+step "control plane: start (for tests/cluster)"
+# The cluster tests join this control plane, each as its own node identity; it is stopped
+# when this script exits, whatever the outcome.
+export WASMLET_TEST_CLUSTER_DIR=${WASMLET_TEST_CLUSTER_DIR:-/var/lib/wasmlet-test-cluster}
+scripts/control-plane.sh start "$WASMLET_TEST_CLUSTER_DIR" >/dev/null
+trap 'scripts/control-plane.sh stop "$WASMLET_TEST_CLUSTER_DIR" >/dev/null 2>&1 || true' EXIT
+
+step "cargo test (unit + integration, real containerd, real control plane)"
 # --no-fail-fast: one run reports every failing test binary, and still exits non-zero.
 cargo test --release --workspace --no-fail-fast

@@ -112,17 +112,6 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     .map_err(|e| StartError::Plugins(e.to_string()))?
     .map_err(|e| StartError::Plugins(format!("{e:#}")))?;
     let _plugin_watcher = plugins.watch();
-    // Standalone, events only go to the log; cluster mode replaces this recorder.
-    let events: Arc<dyn crate::events::EventRecorder> = Arc::new(crate::events::LogOnly);
-    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()).with_events(events.clone()));
-
-    let metrics = Arc::new(crate::metrics::Metrics::default());
-    let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
-    let decision_log = Arc::new(DecisionLog::default());
-    let node_view = Arc::new(crate::node_status::NodeView::new(
-        pressure.clone(),
-        health.clone(),
-    ));
     let clients = match &config.kubeconfig {
         Some(path) => {
             let clients =
@@ -132,6 +121,23 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         }
         None => None,
     };
+    // Mirror pods of the static pods (cluster mode): statuses and events of a static pod go
+    // to its mirror pod.
+    let mirrors = Arc::new(crate::cluster::mirror::MirrorPods::default());
+    // Standalone, events only go to the log; in cluster mode they are core/v1 Events.
+    let events: Arc<dyn crate::events::EventRecorder> = match &clients {
+        Some(clients) => crate::cluster::events::ApiEventRecorder::start(clients, mirrors.clone()),
+        None => Arc::new(crate::events::LogOnly),
+    };
+    let prober = Arc::new(crate::prober::Prober::new(plugins.clone()).with_events(events.clone()));
+
+    let metrics = Arc::new(crate::metrics::Metrics::default());
+    let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
+    let decision_log = Arc::new(DecisionLog::default());
+    let node_view = Arc::new(crate::node_status::NodeView::new(
+        pressure.clone(),
+        health.clone(),
+    ));
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
@@ -275,22 +281,30 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     if let Some(clients) = &clients {
         let writer = Arc::new(crate::cluster::status_sync::ApiStatusWriter::default());
         status_sinks.push(writer.clone());
-        let (mirrors_tx, _mirrors_rx) = watch::channel(Vec::new());
+        let (mirrors_tx, mirrors_rx) = watch::channel(Vec::new());
+        let (node_uid_tx, node_uid_rx) = watch::channel(None);
         tokio::spawn(crate::cluster::pod_source::run(
             clients.clone(),
             api_pods_tx,
             mirrors_tx,
         ));
-        tokio::spawn(writer.run(
+        tokio::spawn(crate::cluster::mirror::run(
             clients.clone(),
-            Arc::new(crate::cluster::status_sync::NoMirrors),
+            mirrors.clone(),
+            crate::cluster::mirror::MirrorInputs {
+                statics: source_rx.clone(),
+                mirrors: mirrors_rx,
+                node_uid: node_uid_rx,
+            },
         ));
+        tokio::spawn(writer.run(clients.clone(), mirrors.clone()));
         tokio::spawn(crate::cluster::run_node(
             clients.clone(),
             node_view.clone(),
             kubelet.clone(),
-            Arc::new(crate::events::LogOnly),
+            events.clone(),
             node_tx,
+            node_uid_tx,
         ));
     }
     let node = Arc::new(NodeRuntime {
@@ -310,7 +324,10 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             },
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
-            objects: Arc::new(crate::objects::Standalone),
+            objects: match &clients {
+                Some(clients) => Arc::new(crate::cluster::KubeObjectSource::new(clients.clone())),
+                None => Arc::new(crate::objects::Standalone),
+            },
             events,
         },
         status: Arc::new(StatusManager::new(store.clone(), status_sinks)),

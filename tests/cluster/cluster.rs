@@ -160,6 +160,16 @@ impl Cluster {
     /// a previous run left.
     pub fn join(&self, name: &str, mut options: NodeOptions) -> Node {
         let _ = self.kubectl(&["delete", "node", name, "--wait=true"]);
+        // Pods an earlier run bound to this node name would otherwise run again.
+        let _ = self.kubectl(&[
+            "delete",
+            "pods",
+            "--all-namespaces",
+            "--field-selector",
+            &format!("spec.nodeName={name}"),
+            "--force",
+            "--grace-period=0",
+        ]);
         let kubeconfig = self.node_kubeconfig(name);
         options.extra_args.push("--kubeconfig".into());
         options.extra_args.push(kubeconfig.display().to_string());
@@ -253,7 +263,7 @@ pub fn assert_never_forbidden(node: &Node) {
     let log = node.log();
     let refused: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("403") || l.contains("forbidden") || l.contains("Forbidden"))
+        .filter(|l| l.contains("403 Forbidden") || l.contains(": forbidden") || l.contains("is forbidden"))
         .collect();
     assert!(
         refused.is_empty(),
@@ -289,4 +299,30 @@ spec:
     command: ["sh", "-c", {script:?}]
 {extra_container}"#
     )
+}
+
+/// What container `container` of pod `namespace/pod` wrote, from the CRI log files under the
+/// node's `podLogsDir` (`<ns>_<pod>_<uid>/<container>/<n>.log`), without the CRI prefixes.
+pub fn container_log(node: &Node, namespace: &str, pod: &str, container: &str) -> String {
+    let prefix = format!("{namespace}_{pod}_");
+    let Ok(entries) = std::fs::read_dir(node.logs_dir()) else {
+        return String::new();
+    };
+    let mut text = String::new();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let log = std::fs::read_to_string(entry.path().join(container).join("0.log"))
+            .unwrap_or_default();
+        for line in log.lines() {
+            // "<time> <stream> <P|F> <text>"
+            let mut fields = line.splitn(4, ' ');
+            if let Some(content) = fields.nth(3) {
+                text.push_str(content);
+                text.push('\n');
+            }
+        }
+    }
+    text.trim().to_string()
 }

@@ -10,6 +10,9 @@ mod harness;
 
 mod cluster;
 
+mod api_objects;
 mod control_plane_outage;
+mod events;
 mod node;
 mod pods;
+mod static_pods;

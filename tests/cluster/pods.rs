@@ -87,3 +87,37 @@ fn a_pod_that_exits_reaches_a_terminal_phase_in_the_api() {
     );
     assert_never_forbidden(&node);
 }
+
+#[test]
+fn admission_rejects_with_upstream_reasons_in_the_api() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-admit");
+    let node = c.join("c-admit", NodeOptions::default());
+    c.wait_node_ready(&node);
+    let forever = "sleep 3600";
+    c.apply(&busybox_pod(
+        &ns,
+        "too-big",
+        &node.name,
+        "",
+        "    resources: {requests: {cpu: \"1000\"}}\n",
+        forever,
+    ));
+    c.apply(&busybox_pod(
+        &ns,
+        "elsewhere",
+        &node.name,
+        "  nodeSelector: {disktype: ssd}\n",
+        "",
+        forever,
+    ));
+    c.apply(&busybox_pod(&ns, "fits", &node.name, "", "", forever));
+    let too_big = c.wait_pod_phase(&node, &ns, "too-big", "Failed");
+    assert_eq!(too_big["status"]["reason"], "OutOfcpu", "{}", too_big["status"]);
+    let elsewhere = c.wait_pod_phase(&node, &ns, "elsewhere", "Failed");
+    assert_eq!(elsewhere["status"]["reason"], "NodeAffinity", "{}", elsewhere["status"]);
+    c.wait_pod_phase(&node, &ns, "fits", "Running");
+    assert!(node.containers_named(Some("too-big")).is_empty());
+    assert_never_forbidden(&node);
+}

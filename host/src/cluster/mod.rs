@@ -192,8 +192,9 @@ pub async fn run_node(
     kubelet: crate::config::KubeletConfiguration,
     events: Arc<dyn crate::events::EventRecorder>,
     node_tx: tokio::sync::watch::Sender<Option<k8s_openapi::api::core::v1::Node>>,
+    uid_tx: tokio::sync::watch::Sender<Option<String>>,
 ) {
-    let (uid_tx, uid_rx) = tokio::sync::watch::channel(None);
+    let uid_rx = uid_tx.subscribe();
     if !kubelet.register_node {
         tracing::info!("registerNode is false: the Node is expected to exist");
     }

@@ -6,6 +6,7 @@
 //! containers stopped and removed after a graceful delete), the API object is deleted with
 //! grace 0 and a UID precondition, so a new pod of the same name is never touched.
 
+use super::events::{MirrorLookup, MirrorUid};
 use super::ApiClients;
 use crate::source::manifest::CONFIG_SOURCE_ANNOTATION;
 use crate::status::StatusSink;
@@ -20,21 +21,6 @@ use tracing::{debug, info, warn};
 
 /// Upstream's status manager `syncPeriod`: how often failed writes are retried.
 pub const SYNC_PERIOD: Duration = Duration::from_secs(10);
-
-/// Finds the mirror pod of a static pod, so its status can be written there.
-pub trait MirrorLookup: Send + Sync {
-    /// The UID of the mirror pod of the static pod `static_uid`, if one exists.
-    fn mirror_uid(&self, static_uid: &str) -> Option<String>;
-}
-
-/// The lookup before any mirror pod manager runs: no static pod has a mirror.
-pub struct NoMirrors;
-
-impl MirrorLookup for NoMirrors {
-    fn mirror_uid(&self, _static_uid: &str) -> Option<String> {
-        None
-    }
-}
 
 /// What is known of one pod's status.
 struct Entry {
@@ -132,9 +118,9 @@ impl ApiStatusWriter {
             let namespace = entry.pod.metadata.namespace.clone().unwrap_or_default();
             let name = entry.pod.metadata.name.clone().unwrap_or_default();
             let target = if is_static(&entry.pod) {
-                match mirrors.mirror_uid(uid) {
-                    Some(mirror) => mirror,
-                    None => continue,
+                match mirrors.lookup(uid) {
+                    MirrorUid::Known(mirror) => mirror,
+                    MirrorUid::NotYet | MirrorUid::NotStatic => continue,
                 }
             } else {
                 uid.clone()
@@ -269,8 +255,11 @@ mod tests {
 
     struct Mirrors(HashMap<String, String>);
     impl MirrorLookup for Mirrors {
-        fn mirror_uid(&self, static_uid: &str) -> Option<String> {
-            self.0.get(static_uid).cloned()
+        fn lookup(&self, uid: &str) -> MirrorUid {
+            match self.0.get(uid) {
+                Some(mirror) => MirrorUid::Known(mirror.clone()),
+                None => MirrorUid::NotYet,
+            }
         }
     }
 

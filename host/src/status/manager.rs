@@ -86,8 +86,11 @@ impl StatusManager {
         }
     }
 
-    fn write(&self, pod: Pod) {
+    fn write(&self, mut pod: Pod) {
         let uid = crate::podutil::uid(&pod).to_string();
+        if let Some(previous) = self.store.get(&uid).and_then(|p| p.status) {
+            keep_final_terminations(&mut pod, &previous);
+        }
         let version = {
             let mut versions = self.lock();
             let version = versions.entry(uid).or_insert(0);
@@ -105,6 +108,51 @@ impl StatusManager {
         self.versions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A container that terminated and will not restart stays terminated (upstream's
+/// `checkContainerStateTransition`; the API server refuses the transition too): a status
+/// computed from a runtime view older than the exit must not bring it back.
+fn keep_final_terminations(pod: &mut Pod, previous: &PodStatus) {
+    let policy = crate::podutil::restart_policy(pod).to_string();
+    let Some(status) = pod.status.as_mut() else {
+        return;
+    };
+    let lists = [
+        (
+            previous.container_statuses.as_ref(),
+            status.container_statuses.as_mut(),
+        ),
+        (
+            previous.init_container_statuses.as_ref(),
+            status.init_container_statuses.as_mut(),
+        ),
+    ];
+    for (before, after) in lists {
+        let (Some(before), Some(after)) = (before, after) else {
+            continue;
+        };
+        for old in before {
+            let Some(exit) = old
+                .state
+                .as_ref()
+                .and_then(|s| s.terminated.as_ref())
+                .map(|t| t.exit_code)
+            else {
+                continue;
+            };
+            let final_exit = policy == "Never" || (policy == "OnFailure" && exit == 0);
+            if !final_exit {
+                continue;
+            }
+            if let Some(new) = after.iter_mut().find(|c| c.name == old.name) {
+                let still_terminated = new.state.as_ref().is_some_and(|s| s.terminated.is_some());
+                if !still_terminated {
+                    *new = old.clone();
+                }
+            }
+        }
     }
 }
 
@@ -168,5 +216,73 @@ mod tests {
                 ("Pending".to_string(), 1),
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod transition_tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus, PodSpec,
+    };
+
+    fn status(state: ContainerState) -> PodStatus {
+        PodStatus {
+            container_statuses: Some(vec![ContainerStatus {
+                name: "c".into(),
+                state: Some(state),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }
+    }
+
+    fn terminated(code: i32) -> ContainerState {
+        ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: code,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn running() -> ContainerState {
+        ContainerState {
+            running: Some(ContainerStateRunning::default()),
+            ..Default::default()
+        }
+    }
+
+    fn pod(policy: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some("u".into());
+        pod.spec = Some(PodSpec {
+            restart_policy: Some(policy.into()),
+            ..Default::default()
+        });
+        pod
+    }
+
+    fn state_after(policy: &str, before: ContainerState, after: ContainerState) -> ContainerState {
+        let manager = StatusManager::new(Arc::new(StatusStore::default()), Vec::new());
+        manager.set_status(&pod(policy), status(before));
+        manager.set_status(&pod(policy), status(after));
+        manager
+            .get("u")
+            .and_then(|p| p.status)
+            .and_then(|s| s.container_statuses)
+            .and_then(|c| c.into_iter().next())
+            .and_then(|c| c.state)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_final_exit_is_never_undone_by_an_older_view() {
+        assert!(state_after("Never", terminated(1), running()).terminated.is_some());
+        assert!(state_after("OnFailure", terminated(0), running()).terminated.is_some());
+        // Containers that restart may run again.
+        assert!(state_after("OnFailure", terminated(1), running()).running.is_some());
+        assert!(state_after("Always", terminated(0), running()).running.is_some());
     }
 }
