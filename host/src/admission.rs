@@ -1,12 +1,16 @@
 //! Pod admission, as upstream's admit handlers (`kubelet.go` `admitHandlers`,
 //! `lifecycle/predicate.go`): a chain asked in order before a pod's worker starts; the first
 //! rejection marks the pod `Failed` with the handler's reason and it never runs. The order is
-//! upstream's: the eviction manager, the general predicates (today the pod count), then what
-//! wasmlet adds: volumes it cannot serve, and the `lifecycle-hooks` plugins (`plugins`).
+//! upstream's: the eviction manager, the general predicates against the Node (`predicates`:
+//! resources, node affinity, node name, host ports, taints), then what wasmlet adds: volumes
+//! it cannot serve, and the `lifecycle-hooks` plugins (`plugins`).
 
 mod plugins;
+mod predicates;
 #[cfg(test)]
 mod tests;
+
+pub use predicates::NodeLister;
 
 use crate::eviction::NodePressure;
 use k8s_openapi::api::core::v1::Pod;
@@ -16,8 +20,8 @@ use wasmlet_plugin_host::PluginRegistry;
 /// Why a pod was refused: upstream's `PodAdmitResult` reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    /// The status reason (`OutOfpods`, `Evicted`, ...). A `String` because upstream builds
-    /// some of them (`OutOf` + an extended resource's name).
+    /// The status reason (`OutOfcpu`, `NodeAffinity`, `Evicted`, ...). A `String` because
+    /// upstream builds some of them (`OutOf` + an extended resource's name).
     pub reason: String,
     /// The status message.
     pub message: String,
@@ -52,11 +56,17 @@ pub struct PodAdmitChain {
 }
 
 impl PodAdmitChain {
-    /// The node's chain in upstream's order: eviction, predicates, volumes, plugins.
-    pub fn new(pressure: Arc<NodePressure>, max_pods: usize, plugins: Arc<PluginRegistry>) -> Self {
+    /// The node's chain in upstream's order: eviction, predicates, volumes, plugins. `node`
+    /// is where the predicates read the Node: the registered Node in cluster mode, the one
+    /// `node_status::node` builds standalone (`watch::Receiver<Option<Node>>` implements it).
+    pub fn new(
+        pressure: Arc<NodePressure>,
+        node: impl NodeLister + 'static,
+        plugins: Arc<PluginRegistry>,
+    ) -> Self {
         Self::with_handlers(vec![
             Box::new(EvictionAdmitHandler(pressure)),
-            Box::new(PredicateAdmitHandler { max_pods }),
+            Box::new(predicates::PredicateAdmitHandler::new(node)),
             Box::new(VolumeAdmitHandler),
             Box::new(plugins::PluginAdmitHandler(plugins)),
         ])
@@ -82,27 +92,6 @@ impl AdmitHandler for EvictionAdmitHandler {
         self.0
             .admit(attrs.pod)
             .map_err(|message| Rejection::new("Evicted", message))
-    }
-}
-
-/// Upstream's general predicates; standalone, the node checks the pod count (`maxPods`).
-struct PredicateAdmitHandler {
-    max_pods: usize,
-}
-
-impl AdmitHandler for PredicateAdmitHandler {
-    fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-        let used = attrs.other_pods.len();
-        if used < self.max_pods {
-            return Ok(());
-        }
-        Err(Rejection::new(
-            "OutOfpods",
-            format!(
-                "Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {}",
-                self.max_pods
-            ),
-        ))
     }
 }
 

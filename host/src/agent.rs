@@ -307,7 +307,15 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
 
     let (updates_tx, updates_rx) = mpsc::unbounded_channel();
     tokio::spawn(source::merge::run(source_rx, updates_tx));
-    let admission = PodAdmitChain::new(pressure, kubelet.max_pods as usize, plugins_for_admission);
+    // Standalone, the predicates check pods against the Node this agent would register.
+    let local_node = node_facts
+        .get()
+        .map(|facts| crate::node_status::node(facts, &pressure));
+    let admission = PodAdmitChain::new(
+        pressure,
+        watch::channel(local_node).1,
+        plugins_for_admission,
+    );
     let syncloop = SyncLoop::new(node, health, admission, config.wasmlet.housekeeping_period);
     let inputs = SyncLoopInputs {
         updates: updates_rx,

@@ -1,5 +1,6 @@
 use super::*;
-use k8s_openapi::api::core::v1::{PodSpec, Volume};
+use k8s_openapi::api::core::v1::{Node, PodSpec, Volume};
+use tokio::sync::watch;
 
 struct Refuse(&'static str);
 
@@ -28,33 +29,16 @@ fn attrs(pod: &Pod) -> AdmitAttributes<'_> {
 
 #[test]
 fn the_first_rejection_in_order_wins() {
+    // No Node known: the predicates admit, and the next handler decides.
+    let (_tx, no_node) = watch::channel(None::<Node>);
     let chain = PodAdmitChain::with_handlers(vec![
-        Box::new(PredicateAdmitHandler { max_pods: 10 }),
+        Box::new(predicates::PredicateAdmitHandler::new(no_node)),
         Box::new(Refuse("First")),
         Box::new(Refuse("Second")),
     ]);
     let pod = Pod::default();
     let rejection = chain.admit(&attrs(&pod)).unwrap_err();
     assert_eq!(rejection.reason, "First");
-}
-
-#[test]
-fn max_pods_counts_the_other_active_pods() {
-    let handler = PredicateAdmitHandler { max_pods: 2 };
-    let pod = Pod::default();
-    let one = [Pod::default()];
-    let two = [Pod::default(), Pod::default()];
-    let attrs = |other_pods| AdmitAttributes {
-        pod: &pod,
-        other_pods,
-    };
-    assert_eq!(handler.admit(&attrs(&one)), Ok(()));
-    let rejection = handler.admit(&attrs(&two)).unwrap_err();
-    assert_eq!(rejection.reason, "OutOfpods");
-    assert_eq!(
-        rejection.message,
-        "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
-    );
 }
 
 #[test]
