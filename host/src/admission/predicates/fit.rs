@@ -43,7 +43,33 @@ impl fmt::Display for BadQuantity {
     }
 }
 
+/// The largest exponent (`1e64`) read. The quantity parser scales by one power of ten per
+/// step, so `1e2147483647` costs it seconds (and wraps); no real amount comes near this.
+const MAX_EXPONENT: u64 = 64;
+
+/// Whether `text` has an `e`/`E` exponent beyond [`MAX_EXPONENT`], split as the parser
+/// splits a number from its suffix.
+fn absurd_exponent(text: &str) -> bool {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(text.len());
+    text[split..]
+        .strip_prefix(['e', 'E'])
+        .and_then(|exponent| exponent.parse::<i64>().ok())
+        .is_some_and(|exponent| exponent.unsigned_abs() > MAX_EXPONENT)
+}
+
 fn read(field: String, quantity: &Quantity) -> Result<i128, BadQuantity> {
+    if absurd_exponent(&quantity.0) {
+        return Err(BadQuantity {
+            field,
+            problem: format!(
+                "quantity {:?} has an exponent beyond {MAX_EXPONENT}",
+                quantity.0
+            ),
+        });
+    }
     match parse_milli(&quantity.0) {
         Ok(milli) if milli < 0 => Err(BadQuantity {
             field,

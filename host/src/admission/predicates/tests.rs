@@ -272,6 +272,13 @@ const CASES: &[Case] = &[
         Reject("UnexpectedAdmissionError", r#"requests[memory] (container "a"): quantity "1e40" is too large"#),
     ),
     case(
+        "an absurd exponent is refused before the parser walks it",
+        requests!("{cpu: '1e2147483647'}"),
+        &[],
+        NODE,
+        Reject("UnexpectedAdmissionError", r#"quantity "1e2147483647" has an exponent beyond 64"#),
+    ),
+    case(
         "a huge request that can be read is only too big",
         requests!("{memory: '1e30'}"),
         &[],
@@ -810,6 +817,11 @@ fn no_quantity_panics() {
         "+1",
         "1..2",
         "Ei",
+        // Exponents the parser would walk for seconds.
+        "0e2147483647",
+        "1e2147483647",
+        "1e-2147483648",
+        "1E65",
     ]
     .map(str::to_string);
     for text in &texts {
