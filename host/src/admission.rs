@@ -1,22 +1,39 @@
 //! Pod admission, as upstream's admit handlers (`kubelet.go` `admitHandlers`,
 //! `lifecycle/predicate.go`): a chain asked in order before a pod's worker starts; the first
 //! rejection marks the pod `Failed` with the handler's reason and it never runs. The order is
-//! upstream's: the eviction manager, the general predicates (today the pod count), then what
-//! wasmlet adds: volumes it cannot serve, and the `lifecycle-hooks` plugins.
+//! upstream's: the eviction manager, the general predicates against the Node (`predicates`:
+//! resources, node affinity, node name, host ports, taints), then what wasmlet adds: volumes
+//! it cannot serve, and the `lifecycle-hooks` plugins (`plugins`).
+
+mod plugins;
+mod predicates;
+#[cfg(test)]
+mod tests;
+
+pub use predicates::NodeLister;
 
 use crate::eviction::NodePressure;
 use k8s_openapi::api::core::v1::Pod;
 use std::sync::Arc;
-use tracing::info;
 use wasmlet_plugin_host::PluginRegistry;
 
 /// Why a pod was refused: upstream's `PodAdmitResult` reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    /// The status reason (`OutOfpods`, `Evicted`, ...).
-    pub reason: &'static str,
+    /// The status reason (`OutOfcpu`, `NodeAffinity`, `Evicted`, ...). A `String` because
+    /// upstream builds some of them (`OutOf` + an extended resource's name).
+    pub reason: String,
     /// The status message.
     pub message: String,
+}
+
+impl Rejection {
+    fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
 }
 
 /// What a handler decides from: the pod and the pods already admitted and active.
@@ -39,13 +56,19 @@ pub struct PodAdmitChain {
 }
 
 impl PodAdmitChain {
-    /// The node's chain in upstream's order: eviction, predicates, volumes, plugins.
-    pub fn new(pressure: Arc<NodePressure>, max_pods: usize, plugins: Arc<PluginRegistry>) -> Self {
+    /// The node's chain in upstream's order: eviction, predicates, volumes, plugins. `node`
+    /// is where the predicates read the Node: the registered Node in cluster mode, the one
+    /// `node_status::node` builds standalone (`watch::Receiver<Option<Node>>` implements it).
+    pub fn new(
+        pressure: Arc<NodePressure>,
+        node: impl NodeLister + 'static,
+        plugins: Arc<PluginRegistry>,
+    ) -> Self {
         Self::with_handlers(vec![
             Box::new(EvictionAdmitHandler(pressure)),
-            Box::new(PredicateAdmitHandler { max_pods }),
+            Box::new(predicates::PredicateAdmitHandler::new(node)),
             Box::new(VolumeAdmitHandler),
-            Box::new(PluginAdmitHandler(plugins)),
+            Box::new(plugins::PluginAdmitHandler(plugins)),
         ])
     }
 
@@ -66,31 +89,9 @@ struct EvictionAdmitHandler(Arc<NodePressure>);
 
 impl AdmitHandler for EvictionAdmitHandler {
     fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-        self.0.admit(attrs.pod).map_err(|message| Rejection {
-            reason: "Evicted",
-            message,
-        })
-    }
-}
-
-/// Upstream's general predicates; standalone, the node checks the pod count (`maxPods`).
-struct PredicateAdmitHandler {
-    max_pods: usize,
-}
-
-impl AdmitHandler for PredicateAdmitHandler {
-    fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-        let used = attrs.other_pods.len();
-        if used < self.max_pods {
-            return Ok(());
-        }
-        Err(Rejection {
-            reason: "OutOfpods",
-            message: format!(
-                "Node didn't have enough resource: pods, requested: 1, used: {used}, capacity: {}",
-                self.max_pods
-            ),
-        })
+        self.0
+            .admit(attrs.pod)
+            .map_err(|message| Rejection::new("Evicted", message))
     }
 }
 
@@ -110,184 +111,36 @@ impl AdmitHandler for VolumeAdmitHandler {
                     .map(|reason| format!("volume {:?}: {reason}", v.name))
             });
         match unsupported {
-            Some(message) => Err(Rejection {
-                reason: "UnsupportedVolume",
-                message,
-            }),
+            Some(message) => Err(Rejection::new("UnsupportedVolume", message)),
             None => Ok(()),
         }
     }
 }
 
-/// Every `lifecycle-hooks` plugin, in config order, after the built-in handlers; the first
-/// `err` rejects the pod (a faulty plugin admits). Runs inline, bounded by each plugin's
-/// deadline, so that admission stays one ordered decision per pod, as upstream's.
-struct PluginAdmitHandler(Arc<PluginRegistry>);
-
-impl AdmitHandler for PluginAdmitHandler {
-    fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-        use wasmlet_policy_default::QosClass;
-        let plugins = &self.0;
-        if !plugins.has(wasmlet_plugin_host::World::LifecycleHooks) {
-            return Ok(());
-        }
-        let pod = attrs.pod;
-        let spec = pod.spec.clone().unwrap_or_default();
-        let has = |c: &k8s_openapi::api::core::v1::Container, limits: bool, name: &str| {
-            c.resources
-                .as_ref()
-                .and_then(|r| {
-                    if limits {
-                        r.limits.as_ref()
-                    } else {
-                        r.requests.as_ref()
-                    }
-                })
-                .is_some_and(|m| m.contains_key(name))
-        };
-        let container = |c: &k8s_openapi::api::core::v1::Container, is_init: bool| {
-            wasmlet_plugin_host::AdmissionContainer {
-                name: c.name.clone(),
-                is_init,
-                has_cpu_request: has(c, false, "cpu"),
-                has_memory_request: has(c, false, "memory"),
-                has_cpu_limit: has(c, true, "cpu"),
-                has_memory_limit: has(c, true, "memory"),
-            }
-        };
-        let containers = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .map(|c| container(c, true))
-            .chain(spec.containers.iter().map(|c| container(c, false)))
-            .collect();
-        let admission = wasmlet_plugin_host::AdmissionPod {
-            priority: spec.priority.unwrap_or(0),
-            qos: match crate::resources::pod_qos(pod) {
-                crate::resources::QosClass::Guaranteed => QosClass::Guaranteed,
-                crate::resources::QosClass::Burstable => QosClass::Burstable,
-                crate::resources::QosClass::BestEffort => QosClass::BestEffort,
-            },
-            // Every pod here comes from the static manifest directory, and upstream counts
-            // static pods as critical.
-            is_static: true,
-            is_critical: true,
-            containers,
-        };
-        let m = &pod.metadata;
-        let meta = wasmlet_plugin_host::PodMeta {
-            namespace: m.namespace.clone().unwrap_or_default(),
-            name: m.name.clone().unwrap_or_default(),
-            uid: m.uid.clone().unwrap_or_default(),
-            labels: m.labels.clone().unwrap_or_default(),
-            annotations: m.annotations.clone().unwrap_or_default(),
-        };
-        let decision = tokio::task::block_in_place(|| plugins.admit(&admission, meta));
-        match decision {
-            Ok(_) => Ok(()),
-            Err((message, by)) => {
-                info!(pod = %crate::podutil::full_name(pod), decided_by = ?by, %message, "admission plugin rejected the pod");
-                Err(Rejection {
-                    reason: "PluginAdmission",
-                    message,
-                })
-            }
-        }
-    }
+/// A pod from a file or HTTP source rather than the API server (upstream's `IsStaticPod`:
+/// the `kubernetes.io/config.source` annotation is set and is not `api`).
+fn is_static_pod(pod: &Pod) -> bool {
+    annotation(pod, "kubernetes.io/config.source").is_some_and(|source| source != "api")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Upstream's `SystemCriticalPriority` (`2 * HighestUserDefinablePriority`).
+const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 
-    struct Refuse(&'static str);
+/// Upstream's `IsCriticalPod`: static and mirror pods, and system-critical priorities.
+fn is_critical_pod(pod: &Pod) -> bool {
+    is_static_pod(pod)
+        || annotation(pod, "kubernetes.io/config.mirror").is_some()
+        || pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.priority)
+            .is_some_and(|p| p >= SYSTEM_CRITICAL_PRIORITY)
+}
 
-    impl AdmitHandler for Refuse {
-        fn admit(&self, _: &AdmitAttributes<'_>) -> Result<(), Rejection> {
-            Err(Rejection {
-                reason: self.0,
-                message: self.0.to_lowercase(),
-            })
-        }
-    }
-
-    fn pod_with_volume(volume: k8s_openapi::api::core::v1::Volume) -> Pod {
-        Pod {
-            spec: Some(k8s_openapi::api::core::v1::PodSpec {
-                volumes: Some(vec![volume]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_first_rejection_in_order_wins() {
-        let chain = PodAdmitChain::with_handlers(vec![
-            Box::new(PredicateAdmitHandler { max_pods: 10 }),
-            Box::new(Refuse("First")),
-            Box::new(Refuse("Second")),
-        ]);
-        let pod = Pod::default();
-        let rejection = chain
-            .admit(&AdmitAttributes {
-                pod: &pod,
-                other_pods: &[],
-            })
-            .unwrap_err();
-        assert_eq!(rejection.reason, "First");
-    }
-
-    #[test]
-    fn max_pods_counts_the_other_active_pods() {
-        let handler = PredicateAdmitHandler { max_pods: 2 };
-        let pod = Pod::default();
-        let one = [Pod::default()];
-        let two = [Pod::default(), Pod::default()];
-        let attrs = |other_pods| AdmitAttributes {
-            pod: &pod,
-            other_pods,
-        };
-        assert_eq!(handler.admit(&attrs(&one)), Ok(()));
-        let rejection = handler.admit(&attrs(&two)).unwrap_err();
-        assert_eq!(rejection.reason, "OutOfpods");
-        assert_eq!(
-            rejection.message,
-            "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
-        );
-    }
-
-    #[test]
-    fn volumes_that_need_an_api_server_are_refused() {
-        let secret = pod_with_volume(k8s_openapi::api::core::v1::Volume {
-            name: "token".into(),
-            secret: Some(Default::default()),
-            ..Default::default()
-        });
-        let rejection = VolumeAdmitHandler
-            .admit(&AdmitAttributes {
-                pod: &secret,
-                other_pods: &[],
-            })
-            .unwrap_err();
-        assert_eq!(rejection.reason, "UnsupportedVolume");
-        assert!(
-            rejection.message.starts_with("volume \"token\""),
-            "{}",
-            rejection.message
-        );
-        let empty_dir = pod_with_volume(k8s_openapi::api::core::v1::Volume {
-            name: "scratch".into(),
-            empty_dir: Some(Default::default()),
-            ..Default::default()
-        });
-        assert_eq!(
-            VolumeAdmitHandler.admit(&AdmitAttributes {
-                pod: &empty_dir,
-                other_pods: &[],
-            }),
-            Ok(())
-        );
-    }
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
 }

@@ -277,7 +277,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let (api_pods_tx, api_pods_rx) = watch::channel(Arc::new(source::ApiSnapshot::default()));
     let mut status_sinks: Vec<Arc<dyn crate::status::StatusSink>> = Vec::new();
     // The API's view of this Node (labels, taints, allocatable), for admission.
-    let (node_tx, _node_rx) = watch::channel(None);
+    let (node_tx, node_rx) = watch::channel(None);
     if let Some(clients) = &clients {
         let writer = Arc::new(crate::cluster::status_sync::ApiStatusWriter::default());
         status_sinks.push(writer.clone());
@@ -386,7 +386,15 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         clients.is_some().then_some(api_pods_rx),
         updates_tx,
     ));
-    let admission = PodAdmitChain::new(pressure, kubelet.max_pods as usize, plugins_for_admission);
+    // The predicates check pods against the Node: in cluster mode as the API server holds it
+    // (labels, taints and allocatable others may change), standalone the one this agent
+    // would register.
+    let admission_node = if clients.is_some() {
+        node_rx
+    } else {
+        watch::channel(node_view.current()).1
+    };
+    let admission = PodAdmitChain::new(pressure, admission_node, plugins_for_admission);
     let syncloop = SyncLoop::new(node, health, admission, config.wasmlet.housekeeping_period);
     let inputs = SyncLoopInputs {
         updates: updates_rx,

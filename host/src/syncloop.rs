@@ -178,7 +178,8 @@ impl SyncLoop {
         };
         if let Err(rejection) = self.admission.admit(&attrs) {
             warn!(pod = %podutil::full_name(&pod), %uid, reason = rejection.reason, message = %rejection.message, "pod rejected at admission");
-            let status = status::rejected(rejection.reason, rejection.message, self.node.node_ip());
+            let status =
+                status::rejected(&rejection.reason, rejection.message, self.node.node_ip());
             self.node.status.set_status(&pod, status);
             self.rejected.insert(uid.to_string());
             return;

@@ -41,13 +41,14 @@ fn hog(name: &str, priority: i32, gib: i64) -> String {
     )
 }
 
-/// A Burstable pod using far less than its request.
+/// A Burstable pod (a CPU request only: on a node whose hard threshold sits above the memory
+/// available, allocatable memory is near zero and a memory request would not be admitted).
 fn steady(name: &str, priority: i32, labels: &str) -> String {
     pod(
         name,
         labels,
         &format!("  priority: {priority}\n"),
-        "    resources: {requests: {memory: 64Mi}}\n",
+        "    resources: {requests: {cpu: 10m}}\n",
         "sleep 3600",
     )
 }
