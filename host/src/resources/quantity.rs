@@ -101,7 +101,18 @@ pub fn parse_milli(text: &str) -> Result<i128, QuantityError> {
         .map_err(|_| too_large())?
         .checked_mul(mantissa_scale)
         .ok_or_else(too_large)?;
-    let mut power = exponent + 3 - fraction.len() as i32;
+    // In i64, so no exponent overflows; bounded, so no exponent costs more than ~40 steps: an
+    // i128 holds at most 10^38, and dividing by more than 10^40 leaves what rounds up to 1.
+    let mut power = i64::from(exponent) + 3 - fraction.len() as i64;
+    if value == 0 {
+        return Ok(0);
+    }
+    if power > 38 {
+        return Err(too_large());
+    }
+    if power < -40 {
+        return Ok(if negative { -1 } else { 1 });
+    }
     while power > 0 {
         value = value.checked_mul(10).ok_or_else(too_large)?;
         power -= 1;
@@ -116,12 +127,18 @@ pub fn parse_milli(text: &str) -> Result<i128, QuantityError> {
 
 /// CPU in millicores.
 pub fn cpu_millis(quantity: &Quantity) -> Result<i64, QuantityError> {
-    parse_milli(&quantity.0).map(|m| m as i64)
+    let millis = parse_milli(&quantity.0)?;
+    i64::try_from(millis).map_err(|_| QuantityError::TooLarge {
+        text: quantity.0.clone(),
+    })
 }
 
 /// Memory (or storage) in bytes, rounded up.
 pub fn bytes(quantity: &Quantity) -> Result<i64, QuantityError> {
-    parse_milli(&quantity.0).map(|m| ((m + 999) / 1000) as i64)
+    let millis = parse_milli(&quantity.0)?;
+    i64::try_from(millis.saturating_add(999) / 1000).map_err(|_| QuantityError::TooLarge {
+        text: quantity.0.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -153,6 +170,18 @@ mod tests {
         let text = |q: &str| parse_milli(q).unwrap_err().to_string();
         assert_eq!(text("Mi"), r#"quantity "Mi" has no number"#);
         assert_eq!(text("1ex"), r#"quantity "1ex" has an invalid exponent"#);
+        // Absurd exponents answer at once, never wrap round.
+        for absurd in ["1e2147483647", "1e-2147483648", "0e2147483647", "9E2147483647"] {
+            let started = std::time::Instant::now();
+            let result = parse_milli(absurd);
+            assert!(started.elapsed() < std::time::Duration::from_millis(5), "{absurd}");
+            assert_ne!(result, Ok(1000), "{absurd}");
+        }
+        assert!(parse_milli("1e2147483647").is_err());
+        assert_eq!(parse_milli("0e2147483647"), Ok(0));
+        assert_eq!(parse_milli("1e-2147483648"), Ok(1));
+        assert!(parse_milli(&"9".repeat(10_000)).is_err());
+        assert!(cpu_millis(&Quantity("1e30".into())).is_err());
         assert_eq!(text("1.2.3"), r#"quantity "1.2.3" has an invalid number"#);
         assert_eq!(
             text("1e100"),
