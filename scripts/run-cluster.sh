@@ -154,8 +154,9 @@ else
 fi
 
 t0=$SECONDS
-until kc get pods -l app=web -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{"\n"}{end}' 2>/dev/null |
-  grep -qx "$NODE Running"; do
+# The example static pod carries app=web too: only a pod the ReplicaSet owns counts.
+until kc get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.ownerReferences[0].kind} {.spec.nodeName} {.status.phase}{"\n"}{end}' 2>/dev/null |
+  grep -qx "ReplicaSet $NODE Running"; do
   is_alive "$WASMLET_PID" || fail "wasmlet exited before the pod of Deployment web was Running"
   [ $((SECONDS - t0)) -lt "$TIMEOUT" ] || fail "no pod of Deployment web Running on $NODE after ${TIMEOUT}s"
   sleep 1
