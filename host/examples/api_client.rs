@@ -55,7 +55,10 @@ fn run() -> Result<u16, String> {
         .set("Authorization", &format!("Bearer {}", token.trim()))
         .call()
     {
-        Ok(response) => (response.status(), response.into_string().unwrap_or_default()),
+        Ok(response) => (
+            response.status(),
+            response.into_string().unwrap_or_default(),
+        ),
         Err(ureq::Error::Status(status, response)) => {
             (status, response.into_string().unwrap_or_default())
         }

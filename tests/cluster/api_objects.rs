@@ -59,22 +59,46 @@ spec:
     c.wait_pod_phase(&node, &ns, "reader", "Running");
     // `kubectl exec` and `kubectl logs` need the authenticated kubelet port (another issue):
     // the test reads the node's volume directories and the CRI log files instead.
-    let pod_uid = c.pod(&ns, "reader").map(|p| p["metadata"]["uid"].as_str().unwrap_or("").to_string()).unwrap_or_default();
-    let volume_dir = node.dir.path().join("root/pods").join(&pod_uid).join("volumes");
+    let pod_uid = c
+        .pod(&ns, "reader")
+        .map(|p| p["metadata"]["uid"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
+    let volume_dir = node
+        .dir
+        .path()
+        .join("root/pods")
+        .join(&pod_uid)
+        .join("volumes");
     let read = |path: &str| std::fs::read_to_string(volume_dir.join(path)).unwrap_or_default();
     assert_eq!(read("kubernetes.io~configmap/settings/greeting"), "hello");
     assert_eq!(read("kubernetes.io~secret/creds/db/password"), "s3cret");
-    let log = c.wait_for(&node, "the container's output", Duration::from_secs(30), || {
-        let text = container_log(&node, &ns, "reader", "main");
-        (!text.is_empty()).then_some(text)
-    });
+    let log = c.wait_for(
+        &node,
+        "the container's output",
+        Duration::from_secs(30),
+        || {
+            let text = container_log(&node, &ns, "reader", "main");
+            (!text.is_empty()).then_some(text)
+        },
+    );
     assert_eq!(log, "hello s3cret blue");
 
     // An update of the configMap reaches the volume of the running pod.
-    c.kubectl_ok(&["-n", &ns, "patch", "configmap", "settings", "-p", r#"{"data":{"greeting":"bonjour"}}"#]);
-    c.wait_for(&node, "the updated configMap in the volume", Duration::from_secs(120), || {
-        (read("kubernetes.io~configmap/settings/greeting") == "bonjour").then_some(())
-    });
+    c.kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "settings",
+        "-p",
+        r#"{"data":{"greeting":"bonjour"}}"#,
+    ]);
+    c.wait_for(
+        &node,
+        "the updated configMap in the volume",
+        Duration::from_secs(120),
+        || (read("kubernetes.io~configmap/settings/greeting") == "bonjour").then_some(()),
+    );
     assert_never_forbidden(&node);
 }
 
@@ -103,12 +127,20 @@ spec:
 "#,
         node = node.name
     ));
-    c.wait_for(&node, "a FailedMount event", Duration::from_secs(60), || {
-        c.events(&ns).into_iter().find(|e| {
-            e["reason"] == "FailedMount"
-                && e["message"].as_str().unwrap_or("").contains(r#"configmap "late" not found"#)
-        })
-    });
+    c.wait_for(
+        &node,
+        "a FailedMount event",
+        Duration::from_secs(60),
+        || {
+            c.events(&ns).into_iter().find(|e| {
+                e["reason"] == "FailedMount"
+                    && e["message"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains(r#"configmap "late" not found"#)
+            })
+        },
+    );
     let pod = c.pod(&ns, "waits").unwrap_or_default();
     assert_eq!(pod["status"]["phase"], "Pending");
     c.apply(&format!(
@@ -125,9 +157,11 @@ fn a_pod_calls_the_api_with_its_projected_token_through_the_kubernetes_service()
     let ns = c.namespace("t-token");
     let node = c.join("c-token", NodeOptions::default());
     c.wait_node_ready(&node);
-    c.wait_until("kube-root-ca.crt in the namespace", Duration::from_secs(60), || {
-        c.get(&["-n", &ns, "configmap", "kube-root-ca.crt"])
-    });
+    c.wait_until(
+        "kube-root-ca.crt in the namespace",
+        Duration::from_secs(60),
+        || c.get(&["-n", &ns, "configmap", "kube-root-ca.crt"]),
+    );
     c.apply(&format!(
         r#"apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -154,17 +188,33 @@ spec:
 "#,
         node = node.name
     ));
-    let pod = c.wait_for(&node, "the client to finish", Duration::from_secs(90), || {
-        c.pod(&ns, "client").filter(|p| {
-            p["status"]["phase"] == "Succeeded" || p["status"]["phase"] == "Failed"
-        })
-    });
+    let pod = c.wait_for(
+        &node,
+        "the client to finish",
+        Duration::from_secs(90),
+        || {
+            c.pod(&ns, "client")
+                .filter(|p| p["status"]["phase"] == "Succeeded" || p["status"]["phase"] == "Failed")
+        },
+    );
     let log = container_log(&node, &ns, "client", "main");
-    assert_eq!(pod["status"]["phase"], "Succeeded", "api_client said:\n{log}");
+    assert_eq!(
+        pod["status"]["phase"], "Succeeded",
+        "api_client said:\n{log}"
+    );
     assert!(log.starts_with("200"), "{log}");
-    assert!(log.contains("\"client\""), "the pod sees itself in the list:\n{log}");
+    assert!(
+        log.contains("\"client\""),
+        "the pod sees itself in the list:\n{log}"
+    );
     // The token is bound to the pod and was asked for by the node.
-    let volumes = pod["spec"]["volumes"].as_array().cloned().unwrap_or_default();
-    assert!(volumes.iter().any(|v| v["name"].as_str().unwrap_or("").starts_with("kube-api-access-")));
+    let volumes = pod["spec"]["volumes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(volumes.iter().any(|v| v["name"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("kube-api-access-")));
     assert_never_forbidden(&node);
 }

@@ -134,9 +134,11 @@ impl Cluster {
         let name = format!("{prefix}-{suffix}");
         let name = name.as_str();
         self.kubectl_ok(&["create", "namespace", name]);
-        self.wait_until("the default ServiceAccount", Duration::from_secs(60), || {
-            self.get(&["-n", name, "serviceaccount", "default"])
-        });
+        self.wait_until(
+            "the default ServiceAccount",
+            Duration::from_secs(60),
+            || self.get(&["-n", name, "serviceaccount", "default"]),
+        );
         name.to_string()
     }
 
@@ -174,22 +176,29 @@ impl Cluster {
         options.extra_args.push("--kubeconfig".into());
         options.extra_args.push(kubeconfig.display().to_string());
         if !options.extra_kubelet.contains("nodeStatusUpdateFrequency") {
-            options.extra_kubelet.push_str("nodeStatusUpdateFrequency: 1s\n");
+            options
+                .extra_kubelet
+                .push_str("nodeStatusUpdateFrequency: 1s\n");
         }
         Node::start_with(name, options)
     }
 
     /// Waits until the Node `name` is Ready in the API; returns it.
     pub fn wait_node_ready(&self, node: &Node) -> Value {
-        self.wait_for(node, "the Node to be Ready", Duration::from_secs(60), || {
-            self.get(&["node", &node.name]).filter(|n| {
-                n["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
-        })
+        self.wait_for(
+            node,
+            "the Node to be Ready",
+            Duration::from_secs(60),
+            || {
+                self.get(&["node", &node.name]).filter(|n| {
+                    n["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
+            },
+        )
     }
 
     /// Polls `check` until it returns `Some`, or fails the test.
@@ -199,7 +208,7 @@ impl Cluster {
         timeout: Duration,
         check: impl FnMut() -> Option<T>,
     ) -> T {
-        poll(what, timeout, check, || String::new())
+        poll(what, timeout, check, String::new)
     }
 
     /// Polls `check` until it returns `Some`, or fails the test with `node`'s log.
@@ -226,7 +235,10 @@ impl Cluster {
             node,
             &format!("pod {namespace}/{name} to be {phase} in the API"),
             Duration::from_secs(90),
-            || self.pod(namespace, name).filter(|p| p["status"]["phase"] == phase),
+            || {
+                self.pod(namespace, name)
+                    .filter(|p| p["status"]["phase"] == phase)
+            },
         )
     }
 
@@ -263,7 +275,9 @@ pub fn assert_never_forbidden(node: &Node) {
     let log = node.log();
     let refused: Vec<&str> = log
         .lines()
-        .filter(|l| l.contains("403 Forbidden") || l.contains(": forbidden") || l.contains("is forbidden"))
+        .filter(|l| {
+            l.contains("403 Forbidden") || l.contains(": forbidden") || l.contains("is forbidden")
+        })
         .collect();
     assert!(
         refused.is_empty(),
@@ -313,8 +327,8 @@ pub fn container_log(node: &Node, namespace: &str, pod: &str, container: &str) -
         if !entry.file_name().to_string_lossy().starts_with(&prefix) {
             continue;
         }
-        let log = std::fs::read_to_string(entry.path().join(container).join("0.log"))
-            .unwrap_or_default();
+        let log =
+            std::fs::read_to_string(entry.path().join(container).join("0.log")).unwrap_or_default();
         for line in log.lines() {
             // "<time> <stream> <P|F> <text>"
             let mut fields = line.splitn(4, ' ');

@@ -7,7 +7,10 @@ use std::process::Command;
 use std::time::Duration;
 
 fn control_plane(verb: &str, dir: &Path) {
-    let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/control-plane.sh"));
+    let script = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/control-plane.sh"
+    ));
     let out = Command::new(script)
         .arg(verb)
         .arg(dir)
@@ -22,7 +25,10 @@ fn control_plane(verb: &str, dir: &Path) {
 
 /// Starts the control plane again for the node it was started for (kube-proxy's node).
 fn control_plane_start(dir: &Path, node: &str) {
-    let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/control-plane.sh"));
+    let script = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scripts/control-plane.sh"
+    ));
     let out = Command::new(script)
         .arg("start")
         .arg(dir)
@@ -66,12 +72,27 @@ fn pods_keep_running_through_an_outage_and_the_api_catches_up() {
     let node_name = std::fs::read_to_string(c.dir.join("node-name")).unwrap_or_default();
     control_plane_start(&c.dir, node_name.trim());
     // Deleted while wasmlet's watch is still reconnecting: it learns of it from the re-list.
-    c.kubectl_ok(&["-n", &ns, "delete", "pod", "doomed", "--grace-period=0", "--force"]);
+    c.kubectl_ok(&[
+        "-n",
+        &ns,
+        "delete",
+        "pod",
+        "doomed",
+        "--grace-period=0",
+        "--force",
+    ]);
 
     c.wait_pod_phase(&node, &ns, "short", "Succeeded");
-    c.wait_for(&node, "doomed's containers to be gone", Duration::from_secs(90), || {
-        node.containers_named(Some("doomed")).is_empty().then_some(())
-    });
+    c.wait_for(
+        &node,
+        "doomed's containers to be gone",
+        Duration::from_secs(90),
+        || {
+            node.containers_named(Some("doomed"))
+                .is_empty()
+                .then_some(())
+        },
+    );
     let steady = c.wait_pod_phase(&node, &ns, "steady", "Running");
     assert_eq!(
         steady["status"]["containerStatuses"][0]["containerID"], steady_id,

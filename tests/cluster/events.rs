@@ -19,13 +19,18 @@ fn pod_and_node_events_have_upstream_reasons() {
             .filter_map(|e| e["reason"].as_str().map(str::to_string))
             .collect()
     };
-    c.wait_for(&node, "Pulled, Created, Started and BackOff", Duration::from_secs(90), || {
-        let seen = reasons(&ns, "crashes");
-        ["Pulled", "Created", "Started", "BackOff"]
-            .iter()
-            .all(|r| seen.iter().any(|s| s == r))
-            .then_some(())
-    });
+    c.wait_for(
+        &node,
+        "Pulled, Created, Started and BackOff",
+        Duration::from_secs(90),
+        || {
+            let seen = reasons(&ns, "crashes");
+            ["Pulled", "Created", "Started", "BackOff"]
+                .iter()
+                .all(|r| seen.iter().any(|s| s == r))
+                .then_some(())
+        },
+    );
     let events = c.events(&ns);
     let started = events
         .iter()
@@ -34,7 +39,10 @@ fn pod_and_node_events_have_upstream_reasons() {
         .unwrap_or_default();
     assert_eq!(started["source"]["component"], "kubelet");
     assert_eq!(started["source"]["host"], "c-events");
-    assert_eq!(started["involvedObject"]["fieldPath"], "spec.containers{main}");
+    assert_eq!(
+        started["involvedObject"]["fieldPath"],
+        "spec.containers{main}"
+    );
     assert_eq!(started["type"], "Normal");
     let backoff = events
         .iter()
@@ -43,9 +51,15 @@ fn pod_and_node_events_have_upstream_reasons() {
         .unwrap_or_default();
     assert_eq!(backoff["type"], "Warning");
 
-    c.wait_for(&node, "NodeReady and Starting on the node", Duration::from_secs(30), || {
-        let seen = reasons("default", "c-events");
-        (seen.iter().any(|r| r == "NodeReady") && seen.iter().any(|r| r == "Starting")).then_some(())
-    });
+    c.wait_for(
+        &node,
+        "NodeReady and Starting on the node",
+        Duration::from_secs(30),
+        || {
+            let seen = reasons("default", "c-events");
+            (seen.iter().any(|r| r == "NodeReady") && seen.iter().any(|r| r == "Starting"))
+                .then_some(())
+        },
+    );
     assert_never_forbidden(&node);
 }

@@ -51,7 +51,10 @@ fn node_registers_ready_with_labels_capacity_node_info_and_a_renewed_lease() {
             .starts_with("containerd://"),
         "{info}"
     );
-    assert!(info["kubeletVersion"].as_str().unwrap_or("").starts_with("v1.35"));
+    assert!(info["kubeletVersion"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("v1.35"));
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     assert_eq!(info["bootID"], boot_id.trim());
     assert_eq!(info["operatingSystem"], "linux");
@@ -82,20 +85,30 @@ fn node_registers_ready_with_labels_capacity_node_info_and_a_renewed_lease() {
     assert_eq!(lease["spec"]["holderIdentity"], "c-register");
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 8);
     let first = lease["spec"]["renewTime"].clone();
-    c.wait_for(&node, "the Lease to be renewed", Duration::from_secs(10), || {
-        c.get(&["-n", "kube-node-lease", "lease", "c-register"])
-            .filter(|l| l["spec"]["renewTime"] != first)
-    });
+    c.wait_for(
+        &node,
+        "the Lease to be renewed",
+        Duration::from_secs(10),
+        || {
+            c.get(&["-n", "kube-node-lease", "lease", "c-register"])
+                .filter(|l| l["spec"]["renewTime"] != first)
+        },
+    );
 
     // Stopping wasmlet leaves the Node; a restart reconciles it instead of failing.
     node.kill();
     assert!(c.get(&["node", "c-register"]).is_some());
     node.restart();
-    c.wait_for(&node, "the node to reconcile after a restart", Duration::from_secs(30), || {
-        node.log()
-            .contains("node was previously registered")
-            .then_some(())
-    });
+    c.wait_for(
+        &node,
+        "the node to reconcile after a restart",
+        Duration::from_secs(30),
+        || {
+            node.log()
+                .contains("node was previously registered")
+                .then_some(())
+        },
+    );
     c.wait_node_ready(&node);
     assert_never_forbidden(&node);
 }

@@ -29,22 +29,30 @@ fn an_api_pod_runs_reports_status_and_a_graceful_delete_runs_pre_stop() {
     assert!(status["podIP"].is_string(), "{status}");
     assert!(status["hostIP"].is_string(), "{status}");
     assert_eq!(status["containerStatuses"][0]["name"], "main");
-    c.wait_for(&node, "the pod to be Ready in the API", Duration::from_secs(30), || {
-        c.pod(&ns, "web").filter(|p| {
-            p["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        })
-    });
+    c.wait_for(
+        &node,
+        "the pod to be Ready in the API",
+        Duration::from_secs(30),
+        || {
+            c.pod(&ns, "web").filter(|p| {
+                p["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+        },
+    );
     assert_eq!(node.containers_named(Some("web")).len(), 1);
 
     let deleted_at = Instant::now();
     c.kubectl_ok(&["-n", &ns, "delete", "pod", "web", "--wait=false"]);
-    c.wait_for(&node, "the pod to be gone from the API", Duration::from_secs(30), || {
-        c.pod(&ns, "web").is_none().then_some(())
-    });
+    c.wait_for(
+        &node,
+        "the pod to be gone from the API",
+        Duration::from_secs(30),
+        || c.pod(&ns, "web").is_none().then_some(()),
+    );
     assert!(
         deleted_at.elapsed() < Duration::from_secs(12),
         "removed within its 10 s grace (took {:?})",
@@ -114,9 +122,17 @@ fn admission_rejects_with_upstream_reasons_in_the_api() {
     ));
     c.apply(&busybox_pod(&ns, "fits", &node.name, "", "", forever));
     let too_big = c.wait_pod_phase(&node, &ns, "too-big", "Failed");
-    assert_eq!(too_big["status"]["reason"], "OutOfcpu", "{}", too_big["status"]);
+    assert_eq!(
+        too_big["status"]["reason"], "OutOfcpu",
+        "{}",
+        too_big["status"]
+    );
     let elsewhere = c.wait_pod_phase(&node, &ns, "elsewhere", "Failed");
-    assert_eq!(elsewhere["status"]["reason"], "NodeAffinity", "{}", elsewhere["status"]);
+    assert_eq!(
+        elsewhere["status"]["reason"], "NodeAffinity",
+        "{}",
+        elsewhere["status"]
+    );
     c.wait_pod_phase(&node, &ns, "fits", "Running");
     assert!(node.containers_named(Some("too-big")).is_empty());
     assert_never_forbidden(&node);

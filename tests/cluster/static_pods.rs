@@ -12,11 +12,20 @@ fn a_static_pod_gets_a_mirror_pod_that_comes_back_when_deleted() {
     c.wait_node_ready(&node);
     node.write_manifest("static.yaml", &busybox_pod("static", "", "sleep 3600"));
     let name = "static-c-mirror";
-    let mirror = c.wait_for(&node, "the mirror pod Running", Duration::from_secs(60), || {
-        c.pod("default", name).filter(|p| p["status"]["phase"] == "Running")
-    });
+    let mirror = c.wait_for(
+        &node,
+        "the mirror pod Running",
+        Duration::from_secs(60),
+        || {
+            c.pod("default", name)
+                .filter(|p| p["status"]["phase"] == "Running")
+        },
+    );
     let annotations = &mirror["metadata"]["annotations"];
-    assert!(annotations["kubernetes.io/config.mirror"].is_string(), "{annotations}");
+    assert!(
+        annotations["kubernetes.io/config.mirror"].is_string(),
+        "{annotations}"
+    );
     let owner = &mirror["metadata"]["ownerReferences"][0];
     assert_eq!(owner["kind"], "Node");
     assert_eq!(owner["name"], "c-mirror");
@@ -27,10 +36,15 @@ fn a_static_pod_gets_a_mirror_pod_that_comes_back_when_deleted() {
     // Deleted by someone: recreated, and the static pod itself never stopped.
     let containers = node.containers(Some("static"));
     c.kubectl_ok(&["-n", "default", "delete", "pod", name, "--wait=false"]);
-    c.wait_for(&node, "the mirror pod to come back", Duration::from_secs(60), || {
-        c.pod("default", name)
-            .filter(|p| p["metadata"]["uid"] != first_uid && p["status"]["phase"] == "Running")
-    });
+    c.wait_for(
+        &node,
+        "the mirror pod to come back",
+        Duration::from_secs(60),
+        || {
+            c.pod("default", name)
+                .filter(|p| p["metadata"]["uid"] != first_uid && p["status"]["phase"] == "Running")
+        },
+    );
     let after = node.containers(Some("static"));
     assert_eq!(
         containers.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
@@ -39,16 +53,24 @@ fn a_static_pod_gets_a_mirror_pod_that_comes_back_when_deleted() {
     );
 
     // The static pod's events are shown on its mirror pod.
-    c.wait_for(&node, "a Started event for the static pod", Duration::from_secs(30), || {
-        c.events("default").into_iter().find(|e| {
-            e["reason"] == "Started" && e["involvedObject"]["name"] == name
-        })
-    });
+    c.wait_for(
+        &node,
+        "a Started event for the static pod",
+        Duration::from_secs(30),
+        || {
+            c.events("default")
+                .into_iter()
+                .find(|e| e["reason"] == "Started" && e["involvedObject"]["name"] == name)
+        },
+    );
 
     // The manifest removed: the mirror pod goes too.
     node.remove_manifest("static.yaml");
-    c.wait_for(&node, "the mirror pod to be deleted", Duration::from_secs(60), || {
-        c.pod("default", name).is_none().then_some(())
-    });
+    c.wait_for(
+        &node,
+        "the mirror pod to be deleted",
+        Duration::from_secs(60),
+        || c.pod("default", name).is_none().then_some(()),
+    );
     assert_never_forbidden(&node);
 }

@@ -171,10 +171,18 @@ mod tests {
         assert_eq!(text("Mi"), r#"quantity "Mi" has no number"#);
         assert_eq!(text("1ex"), r#"quantity "1ex" has an invalid exponent"#);
         // Absurd exponents answer at once, never wrap round.
-        for absurd in ["1e2147483647", "1e-2147483648", "0e2147483647", "9E2147483647"] {
+        for absurd in [
+            "1e2147483647",
+            "1e-2147483648",
+            "0e2147483647",
+            "9E2147483647",
+        ] {
             let started = std::time::Instant::now();
             let result = parse_milli(absurd);
-            assert!(started.elapsed() < std::time::Duration::from_millis(5), "{absurd}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(5),
+                "{absurd}"
+            );
             assert_ne!(result, Ok(1000), "{absurd}");
         }
         assert!(parse_milli("1e2147483647").is_err());

@@ -279,10 +279,18 @@ mod transition_tests {
 
     #[test]
     fn a_final_exit_is_never_undone_by_an_older_view() {
-        assert!(state_after("Never", terminated(1), running()).terminated.is_some());
-        assert!(state_after("OnFailure", terminated(0), running()).terminated.is_some());
+        assert!(state_after("Never", terminated(1), running())
+            .terminated
+            .is_some());
+        assert!(state_after("OnFailure", terminated(0), running())
+            .terminated
+            .is_some());
         // Containers that restart may run again.
-        assert!(state_after("OnFailure", terminated(1), running()).running.is_some());
-        assert!(state_after("Always", terminated(0), running()).running.is_some());
+        assert!(state_after("OnFailure", terminated(1), running())
+            .running
+            .is_some());
+        assert!(state_after("Always", terminated(0), running())
+            .running
+            .is_some());
     }
 }
