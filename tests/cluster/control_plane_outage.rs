@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-fn control_plane(verb: &str, dir: &Path) {
+/// Runs `scripts/control-plane.sh VERB DIR [NODE]`.
+fn control_plane(verb: &str, dir: &Path, node: &str) {
     let script = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../scripts/control-plane.sh"
@@ -14,30 +15,12 @@ fn control_plane(verb: &str, dir: &Path) {
     let out = Command::new(script)
         .arg(verb)
         .arg(dir)
+        .args((!node.is_empty()).then_some(node))
         .output()
         .expect("run control-plane.sh");
     assert!(
         out.status.success(),
         "control-plane.sh {verb} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Starts the control plane again for the node it was started for (kube-proxy's node).
-fn control_plane_start(dir: &Path, node: &str) {
-    let script = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scripts/control-plane.sh"
-    ));
-    let out = Command::new(script)
-        .arg("start")
-        .arg(dir)
-        .args((!node.is_empty()).then_some(node))
-        .output()
-        .expect("run control-plane.sh start");
-    assert!(
-        out.status.success(),
-        "control-plane.sh start failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
@@ -65,12 +48,13 @@ fn pods_keep_running_through_an_outage_and_the_api_catches_up() {
     c.wait_pod_phase(&node, &ns, "doomed", "Running");
     c.wait_pod_phase(&node, &ns, "short", "Running");
 
-    control_plane("stop", &c.dir);
+    control_plane("stop", &c.dir, "");
     // While the API server is away, `short` exits and nothing else changes.
     std::thread::sleep(Duration::from_secs(15));
     assert_eq!(node.containers_named(Some("steady")).len(), 1);
     let node_name = std::fs::read_to_string(c.dir.join("node-name")).unwrap_or_default();
-    control_plane_start(&c.dir, node_name.trim());
+    // Started again for the node it was started for (kube-proxy's node).
+    control_plane("start", &c.dir, node_name.trim());
     // Deleted while wasmlet's watch is still reconnecting: it learns of it from the re-list.
     c.kubectl_ok(&[
         "-n",

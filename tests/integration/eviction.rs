@@ -41,9 +41,21 @@ fn hog(name: &str, priority: i32, gib: i64) -> String {
     )
 }
 
-/// A Burstable pod (a CPU request only: on a node whose hard threshold sits above the memory
-/// available, allocatable memory is near zero and a memory request would not be admitted).
+/// A Burstable pod using far less than its memory request.
 fn steady(name: &str, priority: i32, labels: &str) -> String {
+    pod(
+        name,
+        labels,
+        &format!("  priority: {priority}\n"),
+        "    resources: {requests: {memory: 64Mi}}\n",
+        "sleep 3600",
+    )
+}
+
+/// A Burstable pod with a CPU request only, for a node whose hard threshold sits above the
+/// memory available from the start: its allocatable memory is about zero, so a pod with a
+/// memory request would not be admitted (as upstream).
+fn steady_cpu(name: &str, priority: i32, labels: &str) -> String {
     pod(
         name,
         labels,
@@ -206,7 +218,7 @@ fn a_hot_swap_under_pressure_changes_the_next_eviction() {
         ("batch", 3, "workload-class: batch"),
         ("top", 4, ""),
     ] {
-        node.write_manifest(&format!("{name}.yaml"), &steady(name, priority, labels));
+        node.write_manifest(&format!("{name}.yaml"), &steady_cpu(name, priority, labels));
     }
     let name = |p: &str| format!("{p}-t-evict-swap");
     node.wait_for("the first eviction", Duration::from_secs(30), |n| {
@@ -260,8 +272,11 @@ fn a_shadow_plugin_reports_disagreements_and_evicts_nothing() {
             built_plugin("eviction_batch_first").display()
         ),
     );
-    node.write_manifest("low.yaml", &steady("low", 1, ""));
-    node.write_manifest("batch.yaml", &steady("batch", 5, "workload-class: batch"));
+    node.write_manifest("low.yaml", &steady_cpu("low", 1, ""));
+    node.write_manifest(
+        "batch.yaml",
+        &steady_cpu("batch", 5, "workload-class: batch"),
+    );
     let name = |p: &str| format!("{p}-t-evict-shadow");
     let first = node.wait_for("a decision with both pods", Duration::from_secs(30), |n| {
         decisions(n).into_iter().find(|d| {
@@ -293,8 +308,8 @@ fn a_trapping_eviction_plugin_falls_back_to_the_default() {
             built_plugin("guest_trap").display()
         ),
     );
-    node.write_manifest("low.yaml", &steady("low", 1, ""));
-    node.write_manifest("high.yaml", &steady("high", 9, ""));
+    node.write_manifest("low.yaml", &steady_cpu("low", 1, ""));
+    node.write_manifest("high.yaml", &steady_cpu("high", 9, ""));
     let first = node.wait_for(
         "an eviction of both candidates",
         Duration::from_secs(30),

@@ -4,7 +4,8 @@
 //! a GET first; only a conflict or a missing Lease costs a GET (or a create). The owner
 //! reference to the Node lets the garbage collector delete the Lease with the Node.
 
-use super::{ApiClients, ApiError, HEARTBEAT_TIMEOUT};
+use super::node::heartbeat;
+use super::ApiClients;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use kube::api::{Api, PostParams};
@@ -16,15 +17,6 @@ use tracing::{debug, warn};
 pub const NAMESPACE: &str = "kube-node-lease";
 /// Upstream's `maxUpdateRetries`.
 const MAX_UPDATE_RETRIES: u32 = 5;
-
-async fn heartbeat<T>(
-    call: impl std::future::Future<Output = Result<T, kube::Error>>,
-) -> Result<T, ApiError> {
-    match tokio::time::timeout(HEARTBEAT_TIMEOUT, call).await {
-        Ok(result) => result.map_err(ApiError::from),
-        Err(_) => Err(ApiError::Timeout(HEARTBEAT_TIMEOUT)),
-    }
-}
 
 /// `lease` renewed as of now, held by `node`, owned by the Node when its UID is known.
 pub fn renewed(

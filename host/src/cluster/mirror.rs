@@ -363,6 +363,9 @@ impl Reconciler {
                             self.created.insert(key.clone(), created);
                             self.errors.remove(&key);
                         }
+                        Err(error) if error.is_conflict() => {
+                            debug!(pod = %format!("{}_{}", key.1, key.0), "a mirror pod of that name exists; the watch decides");
+                        }
                         Err(error) => self.failed(&key, "cannot create the mirror pod", &error),
                     }
                 }
@@ -406,22 +409,14 @@ async fn delete(
     }
 }
 
-/// Creates a mirror pod; one that exists already with the same hash is as good (upstream).
+/// Creates a mirror pod. A conflict (one of that name exists, or the one just deleted is not
+/// gone yet) is left to the pod watch: the next reconcile sees the existing pod and keeps it
+/// when its hash matches, or replaces it. Upstream GETs it at once instead; the Node
+/// authorizer refuses that GET while its graph does not yet link the pod to the node.
 async fn create(clients: &ApiClients, pod: &Pod) -> Result<Pod, ApiError> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(clients.main.clone(), namespace);
-    match clients.call(api.create(&PostParams::default(), pod)).await {
-        Err(error) if error.is_conflict() => {
-            let existing = clients.call(api.get(name)).await?;
-            if annotation(&existing, MIRROR_ANNOTATION) == annotation(pod, MIRROR_ANNOTATION) {
-                Ok(existing)
-            } else {
-                Err(error)
-            }
-        }
-        result => result,
-    }
+    clients.call(api.create(&PostParams::default(), pod)).await
 }
 
 #[cfg(test)]

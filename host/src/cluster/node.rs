@@ -28,8 +28,8 @@ const DEFAULT_LABELS: &[&str] = &[
     "beta.kubernetes.io/arch",
 ];
 
-/// Runs a heartbeat call with the heartbeat deadline.
-async fn heartbeat<T>(
+/// Runs a heartbeat call (Lease, Node) with the heartbeat deadline.
+pub(super) async fn heartbeat<T>(
     call: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, ApiError> {
     match tokio::time::timeout(HEARTBEAT_TIMEOUT, call).await {
