@@ -88,8 +88,14 @@ impl StatusManager {
 
     fn write(&self, mut pod: Pod) {
         let uid = crate::podutil::uid(&pod).to_string();
-        if let Some(previous) = self.store.get(&uid).and_then(|p| p.status) {
-            keep_final_terminations(&mut pod, &previous);
+        let stored = self.store.get(&uid);
+        if let Some(previous) = stored.as_ref().and_then(|p| p.status.as_ref()) {
+            keep_final_terminations(&mut pod, previous);
+        }
+        // Nothing changed (a periodic resync): no new version, so no write to the API server
+        // (upstream's SetPodStatus no-op on an equal status).
+        if stored.as_ref() == Some(&pod) {
+            return;
         }
         let version = {
             let mut versions = self.lock();
@@ -275,6 +281,25 @@ mod transition_tests {
             .and_then(|c| c.into_iter().next())
             .and_then(|c| c.state)
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn an_unchanged_status_is_no_new_version() {
+        #[derive(Default)]
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl StatusSink for Count {
+            fn pod_changed(&self, _pod: &Pod, _version: u64) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            fn pod_removed(&self, _uid: &str) {}
+        }
+        let count = Arc::new(Count::default());
+        let manager = StatusManager::new(Arc::new(StatusStore::default()), vec![count.clone()]);
+        manager.set_status(&pod("Always"), status(running()));
+        manager.set_status(&pod("Always"), status(running()));
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        manager.set_status(&pod("Always"), status(terminated(0)));
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::Relaxed), 2);
     }
 
     #[test]
