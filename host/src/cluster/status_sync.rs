@@ -27,6 +27,9 @@ struct Entry {
     pod: Pod,
     version: u64,
     written: u64,
+    /// The API object the last write went to: a static pod's mirror pod may be recreated
+    /// with a new UID, which then needs the status again.
+    written_to: Option<String>,
     removed: bool,
 }
 
@@ -45,6 +48,7 @@ impl StatusSink for ApiStatusWriter {
             pod: pod.clone(),
             version: 0,
             written: 0,
+            written_to: None,
             removed: false,
         });
         // Never an older status over a newer one.
@@ -125,7 +129,8 @@ impl ApiStatusWriter {
             } else {
                 uid.clone()
             };
-            if entry.version > entry.written {
+            if entry.version > entry.written || entry.written_to.as_deref() != Some(target.as_str())
+            {
                 writes.push((
                     uid.clone(),
                     Write::Status {
@@ -156,9 +161,12 @@ impl ApiStatusWriter {
     pub fn done(&self, uid: &str, write: &Write) {
         let mut entries = self.lock();
         match write {
-            Write::Status { version, .. } => {
+            Write::Status {
+                version, uid: to, ..
+            } => {
                 if let Some(entry) = entries.get_mut(uid) {
                     entry.written = entry.written.max(*version);
+                    entry.written_to = Some(to.clone());
                 }
             }
             Write::Delete { .. } => {
@@ -343,7 +351,13 @@ mod tests {
         let writes = writer.pending(&mirrors);
         assert!(matches!(&writes[0].1, Write::Status { uid, .. } if uid == "m"));
         writer.done("s", &writes[0].1);
-        writer.pod_removed("s");
         assert!(writer.pending(&mirrors).is_empty());
+        // The mirror pod was deleted and recreated: the same status goes to the new one.
+        let recreated = Mirrors([("s".to_string(), "m2".to_string())].into());
+        let writes = writer.pending(&recreated);
+        assert!(matches!(&writes[0].1, Write::Status { uid, version: 1, .. } if uid == "m2"));
+        writer.done("s", &writes[0].1);
+        writer.pod_removed("s");
+        assert!(writer.pending(&recreated).is_empty());
     }
 }
