@@ -91,10 +91,7 @@ struct ApiSink {
 }
 
 async fn timed<T>(call: impl Future<Output = Result<T, kube::Error>>) -> Result<(), ApiError> {
-    match tokio::time::timeout(WRITE_TIMEOUT, call).await {
-        Ok(result) => result.map(drop).map_err(ApiError::from),
-        Err(_) => Err(ApiError::Timeout(WRITE_TIMEOUT)),
-    }
+    super::within(WRITE_TIMEOUT, call).await.map(drop)
 }
 
 impl EventSink for ApiSink {

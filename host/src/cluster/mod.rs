@@ -133,10 +133,18 @@ impl ApiClients {
         call: impl std::future::Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ApiError> {
         self.throttle().await;
-        match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(result) => result.map_err(ApiError::from),
-            Err(_) => Err(ApiError::Timeout(CALL_TIMEOUT)),
-        }
+        within(CALL_TIMEOUT, call).await
+    }
+}
+
+/// Runs one API call with `deadline`; no answer in time is [`ApiError::Timeout`].
+pub async fn within<T>(
+    deadline: Duration,
+    call: impl std::future::Future<Output = Result<T, kube::Error>>,
+) -> Result<T, ApiError> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(result) => result.map_err(ApiError::from),
+        Err(_) => Err(ApiError::Timeout(deadline)),
     }
 }
 

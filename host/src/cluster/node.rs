@@ -32,10 +32,7 @@ const DEFAULT_LABELS: &[&str] = &[
 pub(super) async fn heartbeat<T>(
     call: impl std::future::Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, ApiError> {
-    match tokio::time::timeout(HEARTBEAT_TIMEOUT, call).await {
-        Ok(result) => result.map_err(ApiError::from),
-        Err(_) => Err(ApiError::Timeout(HEARTBEAT_TIMEOUT)),
-    }
+    super::within(HEARTBEAT_TIMEOUT, call).await
 }
 
 /// The status part of a strategic-merge patch for `node`: conditions merge by type, the maps
