@@ -13,6 +13,7 @@ mod cluster;
 mod api_objects;
 mod control_plane_outage;
 mod events;
+mod eviction;
 mod node;
 mod pods;
 mod static_pods;

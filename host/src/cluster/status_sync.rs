@@ -10,6 +10,7 @@ use super::events::{MirrorLookup, MirrorUid};
 use super::ApiClients;
 use crate::source::manifest::CONFIG_SOURCE_ANNOTATION;
 use crate::status::StatusSink;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
@@ -21,6 +22,9 @@ use tracing::{debug, info, warn};
 
 /// Upstream's status manager `syncPeriod`: how often failed writes are retried.
 pub const SYNC_PERIOD: Duration = Duration::from_secs(10);
+
+/// Pods whose writes are in flight at once.
+const CONCURRENT_WRITES: usize = 8;
 
 /// What is known of one pod's status.
 struct Entry {
@@ -187,31 +191,54 @@ impl ApiStatusWriter {
     }
 
     /// Writes statuses until the process ends: on every change, and every [`SYNC_PERIOD`]
-    /// for what failed before.
+    /// for what failed before. Pods are written side by side ([`CONCURRENT_WRITES`] at a
+    /// time, all under `kubeAPIQPS`), so the statuses of 110 starting pods do not queue
+    /// behind each other; one pod's writes stay in order (its final status before its delete).
     pub async fn run(self: Arc<Self>, clients: ApiClients, mirrors: Arc<dyn MirrorLookup>) {
         loop {
             let _ = tokio::time::timeout(SYNC_PERIOD, self.wake.notified()).await;
+            let mut by_pod: Vec<(String, Vec<Write>)> = Vec::new();
             for (uid, write) in self.pending(mirrors.as_ref()) {
-                match self.perform(&clients, &write).await {
-                    Ok(()) => self.done(&uid, &write),
-                    Err(error)
-                        if error.is_not_found()
-                            || error.is_conflict()
-                            || error.code() == Some(422) =>
-                    {
-                        // The pod is gone or is another pod now: nothing to write.
-                        debug!(%uid, %error, "pod no longer in the API server; status dropped");
-                        match write {
-                            Write::Delete { .. } => self.forget(&uid),
-                            Write::Status { .. } => self.done(&uid, &write),
-                        }
-                    }
-                    Err(error) => {
-                        warn!(%uid, %error, "failed to update pod status; will retry");
-                    }
+                match by_pod.last_mut() {
+                    Some((last, writes)) if *last == uid => writes.push(write),
+                    _ => by_pod.push((uid, vec![write])),
                 }
             }
+            futures::stream::iter(by_pod)
+                .for_each_concurrent(CONCURRENT_WRITES, |(uid, writes)| {
+                    let (this, clients) = (&self, &clients);
+                    async move {
+                        for write in writes {
+                            if !this.write(clients, &uid, write).await {
+                                break;
+                            }
+                        }
+                    }
+                })
+                .await;
         }
+    }
+
+    /// Performs one write and records its outcome; false when it failed and is retried later.
+    async fn write(&self, clients: &ApiClients, uid: &str, write: Write) -> bool {
+        match self.perform(clients, &write).await {
+            Ok(()) => self.done(uid, &write),
+            Err(error)
+                if error.is_not_found() || error.is_conflict() || error.code() == Some(422) =>
+            {
+                // The pod is gone or is another pod now: nothing to write.
+                debug!(%uid, %error, "pod no longer in the API server; status dropped");
+                match write {
+                    Write::Delete { .. } => self.forget(uid),
+                    Write::Status { .. } => self.done(uid, &write),
+                }
+            }
+            Err(error) => {
+                warn!(%uid, %error, "failed to update pod status; will retry");
+                return false;
+            }
+        }
+        true
     }
 
     async fn perform(&self, clients: &ApiClients, write: &Write) -> Result<(), super::ApiError> {

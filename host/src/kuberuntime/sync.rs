@@ -94,6 +94,38 @@ fn spec_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
 }
 
 impl RuntimeManager {
+    /// Creates attempt `attempt` of the pod's sandbox (killing an old one first), with the
+    /// events upstream records; returns its ID and config.
+    async fn new_sandbox(
+        &self,
+        pod: &Pod,
+        runtime: &PodRuntimeStatus,
+        attempt: u32,
+    ) -> Result<(String, crate::cri::api::PodSandboxConfig), SyncError> {
+        let config = super::pod_config::sandbox_config(pod, &self.node, attempt)
+            .map_err(SyncError::Config)?;
+        let grace = crate::podutil::grace_period(pod);
+        let object = ObjectRef::pod(pod);
+        if !runtime.sandboxes.is_empty() {
+            let message = "Pod sandbox changed, it will be killed and re-created.";
+            self.events
+                .record(&object, EventType::Normal, "SandboxChanged", message.into());
+        }
+        let id = self
+            .create_sandbox(runtime, config.clone(), grace)
+            .await
+            .inspect_err(|error| {
+                let message = format!("Failed to create pod sandbox: {error}");
+                self.events.record(
+                    &object,
+                    EventType::Warning,
+                    "FailedCreatePodSandBox",
+                    message,
+                )
+            })?;
+        Ok((id, config))
+    }
+
     /// One pass of upstream's `SyncPod`. `terminal`: the published phase is terminal;
     /// `unhealthy`: running containers a probe condemned.
     pub async fn sync_pod(
@@ -109,29 +141,6 @@ impl RuntimeManager {
         } else {
             self.fetch(uid).await?
         };
-        // Volumes first, as upstream's WaitForAttachAndMount: no container starts without them.
-        // Every sync rewrites the object-backed ones, so configMap changes and refreshed tokens
-        // reach running containers.
-        let host = volumes::VolumeHost {
-            root_dir: &self.node.root_dir,
-            memory_backed: true,
-        };
-        if let Err(wait) = state.volumes.sync(pod, &host, &*self.objects).await {
-            warn!(error = %wait.error, retry_ms = wait.retry.as_millis() as u64, "volume setup failed; retrying");
-            self.events.record(
-                &ObjectRef::pod(pod),
-                EventType::Warning,
-                "FailedMount",
-                wait.error.to_string(),
-            );
-            let waiting = volume_waiting(pod, &runtime, &wait.error.to_string());
-            return Ok(SyncResult {
-                runtime,
-                waiting,
-                requeue: wait.retry,
-                finish: false,
-            });
-        }
         seed_backoff(&mut state.container_backoff, &runtime);
         let decide = |runtime: &PodRuntimeStatus, backoff: &BackOff| {
             compute_pod_actions(&ActionInput {
@@ -152,29 +161,24 @@ impl RuntimeManager {
                 finish: true,
             });
         }
+        // Volumes before any container, as upstream's WaitForAttachAndMount. Every sync
+        // rewrites the object-backed ones, so configMap changes and refreshed tokens reach
+        // running containers. A sandbox needs no volume, so a new one is created meanwhile:
+        // a new pod's TokenRequest and configMap reads cost it no start time.
+        let host = volumes::VolumeHost {
+            root_dir: &self.node.root_dir,
+            memory_backed: true,
+        };
+        let attempt = actions.create_sandbox;
+        let (volumes, created) =
+            futures::join!(state.volumes.sync(pod, &host, &*self.objects), async {
+                match attempt {
+                    Some(attempt) => self.new_sandbox(pod, &runtime, attempt).await.map(Some),
+                    None => Ok(None),
+                }
+            });
         let mut sandbox_config = None;
-        if let Some(attempt) = actions.create_sandbox {
-            let config = super::pod_config::sandbox_config(pod, &self.node, attempt)
-                .map_err(SyncError::Config)?;
-            let grace = crate::podutil::grace_period(pod);
-            let object = ObjectRef::pod(pod);
-            if !runtime.sandboxes.is_empty() {
-                let message = "Pod sandbox changed, it will be killed and re-created.";
-                self.events
-                    .record(&object, EventType::Normal, "SandboxChanged", message.into());
-            }
-            let id = self
-                .create_sandbox(&runtime, config.clone(), grace)
-                .await
-                .inspect_err(|error| {
-                    let message = format!("Failed to create pod sandbox: {error}");
-                    self.events.record(
-                        &object,
-                        EventType::Warning,
-                        "FailedCreatePodSandBox",
-                        message,
-                    )
-                })?;
+        if let Some((id, config)) = created? {
             sandbox_config = Some(config);
             if runtime.containers.is_empty() {
                 // A new pod: the new sandbox is all that changed.
@@ -183,6 +187,22 @@ impl RuntimeManager {
                 runtime = self.fetch(uid).await?;
             }
             actions = decide(&runtime, &state.container_backoff);
+        }
+        if let Err(wait) = volumes {
+            warn!(error = %wait.error, retry_ms = wait.retry.as_millis() as u64, "volume setup failed; retrying");
+            self.events.record(
+                &ObjectRef::pod(pod),
+                EventType::Warning,
+                "FailedMount",
+                wait.error.to_string(),
+            );
+            let waiting = volume_waiting(pod, &runtime, &wait.error.to_string());
+            return Ok(SyncResult {
+                runtime,
+                waiting,
+                requeue: wait.retry,
+                finish: false,
+            });
         }
         let Some(sandbox) = runtime
             .current_sandbox()

@@ -1,0 +1,64 @@
+//! What the benchmarks share: counts from the environment, percentiles, and the raw CRI start
+//! sequence wasmlet's own pod start is measured against.
+
+use crate::harness::busybox_pod;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use wasmlet::cri::CriClient;
+use wasmlet::kuberuntime::pod_config::{self, NodeContext};
+use wasmlet::source::manifest;
+
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * (samples.len() as f64 - 1.0)).round() as usize;
+    samples[rank.min(samples.len() - 1)]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The raw CRI sequence for one pod, with the configs wasmlet itself would send.
+pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (Duration, String) {
+    let text = busybox_pod(name, "", "exec sleep 3600");
+    let pod =
+        manifest::load(&text, Path::new("/bench/raw.yaml"), &node.node_name).expect("manifest");
+    let sandbox_config = pod_config::sandbox_config(&pod, node, 0).expect("sandbox config");
+    let container = &pod.spec.as_ref().unwrap().containers[0];
+    std::fs::create_dir_all(&sandbox_config.log_directory).ok();
+    let started = Instant::now();
+    let sandbox = cri
+        .run_pod_sandbox(sandbox_config.clone())
+        .await
+        .expect("RunPodSandbox");
+    let facts = wasmlet::fieldpath::PodFacts::default();
+    let envs = wasmlet::kuberuntime::env::environment(&pod, container, &facts, &Default::default())
+        .expect("environment");
+    let config = pod_config::container_config(&pod, container, 0, envs, node, Vec::new())
+        .expect("container config");
+    let id = cri
+        .create_container(&sandbox, config, sandbox_config)
+        .await
+        .expect("CreateContainer");
+    cri.start_container(&id).await.expect("StartContainer");
+    (started.elapsed(), sandbox)
+}
+
+pub async fn remove_sandbox(cri: &CriClient, sandbox: &str) {
+    let selector = wasmlet::cri::Labels::new();
+    for c in cri.list_containers(selector).await.unwrap_or_default() {
+        if c.pod_sandbox_id == sandbox {
+            let _ = cri.stop_container(&c.id, Duration::ZERO).await;
+            let _ = cri.remove_container(&c.id).await;
+        }
+    }
+    let _ = cri.stop_pod_sandbox(sandbox).await;
+    let _ = cri.remove_pod_sandbox(sandbox).await;
+}
