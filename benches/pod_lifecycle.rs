@@ -60,8 +60,7 @@ fn main() {
             extra_kubelet: format!("maxPods: {}\n", pods + 50),
             // Production pacing: events, with a slow relist as the safety net.
             extra_wasmlet: "plegRelistPeriod: 1s\nplegEventedRelistPeriod: 10s\n".into(),
-            runtime_socket: None,
-            extra_args: Vec::new(),
+            ..Default::default()
         },
     );
     node.wait_for("the event subscription", Duration::from_secs(10), |n| {

@@ -8,8 +8,9 @@
 #
 # Steps: scripts/setup-node.sh (containerd, CNI, images), scripts/build-plugins.sh,
 # `cargo build --release --bin wasmlet`, `scripts/control-plane.sh start DIR NODE`, then wasmlet
-# with DIR/node.kubeconfig, waits for Node NODE to be Ready, creates Deployment `web` (busybox
-# httpd on :8080; kept if it exists) and waits for its pod to run on NODE. Run as root.
+# with DIR/node.kubeconfig (and DIR/pki/ca.crt as the secure port's client CA), waits for Node
+# NODE to be Ready, creates Deployment `web` (busybox httpd on :8080; kept if it exists) and
+# waits for its pod to run on NODE. Run as root.
 #
 # Environment (defaults):
 #   WASMLET_CLUSTER_DIR=/var/lib/wasmlet-cluster   control-plane state (control-plane.sh start DIR)
@@ -131,8 +132,11 @@ scripts/control-plane.sh start "$DIR" "$NODE" >/dev/null
 
 mkdir -p "$ROOT_DIR" "$DIR/logs" "$DIR/pids"
 printf '==== %s run-cluster.sh: starting wasmlet for node %s\n' "$(date -Is)" "$NODE" >>"$LOG"
+# The cluster CA signs the API server's kubelet client certificate: with it the secure port
+# (10250) serves `kubectl logs` through the API server.
 target/release/wasmlet run --config "$CONFIG" --root-dir "$ROOT_DIR" \
-  --kubeconfig "$DIR/node.kubeconfig" --hostname-override "$NODE" >>"$LOG" 2>&1 </dev/null &
+  --kubeconfig "$DIR/node.kubeconfig" --hostname-override "$NODE" \
+  --client-ca-file "$DIR/pki/ca.crt" >>"$LOG" 2>&1 </dev/null &
 WASMLET_PID=$!
 echo "$WASMLET_PID" >"$PIDFILE"
 log "wasmlet pid $WASMLET_PID, node $NODE, root $ROOT_DIR, log $LOG"

@@ -53,6 +53,9 @@ pub enum StartError {
     /// The WebAssembly engine or a plugin could not be set up; the text names the plugin.
     #[error("cannot start the plugin engine: {0}")]
     Plugins(String),
+    /// The secure port's certificates could not be set up, or its port is taken.
+    #[error(transparent)]
+    SecurePort(#[from] crate::secure_port::SecurePortError),
     /// `--kubeconfig` could not be used to reach the cluster.
     #[error(transparent)]
     Cluster(#[from] crate::cluster::ConnectError),
@@ -164,6 +167,13 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
                 source,
             })?;
         info!(%addr, "serving the read-only port");
+    }
+    if kubelet.port != 0 {
+        let secure = crate::secure_port::SecurePort::new(&config, clients.as_ref())?;
+        // The seam for more authenticated routes (exec/attach/portForward, stats): routers
+        // with their state applied, merged here behind the same filter.
+        let extra = axum::Router::new();
+        secure.serve(state.clone(), extra).await?;
     }
     if kubelet.healthz_port != 0 {
         let ip: IpAddr = kubelet

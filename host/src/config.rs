@@ -81,6 +81,13 @@ pub struct Overrides {
     pub kubeconfig: Option<PathBuf>,
     /// `--node-labels`: labels added to the Node at registration, `key=value,...`.
     pub node_labels: Option<String>,
+    /// `--port`: the authenticated HTTPS port, over `port`.
+    pub port: Option<u16>,
+    /// `--cert-dir`: where the self-signed serving certificate is kept (default
+    /// `<root-dir>/pki`, upstream's `/var/lib/kubelet/pki`).
+    pub cert_dir: Option<PathBuf>,
+    /// `--client-ca-file`: upstream's flag for `authentication.x509.clientCAFile`.
+    pub client_ca_file: Option<String>,
 }
 
 /// Everything the node runs with, after the file and the flags are merged.
@@ -100,6 +107,8 @@ pub struct NodeConfig {
     pub kubeconfig: Option<PathBuf>,
     /// `--node-labels`, parsed: labels the Node is registered with besides the defaults.
     pub node_labels: std::collections::BTreeMap<String, String>,
+    /// `--cert-dir`, else `<root-dir>/pki`: the self-signed `kubelet.crt`/`kubelet.key`.
+    pub cert_dir: PathBuf,
 }
 
 /// A warning the caller logs: the config loads, but something in it is ignored.
@@ -121,11 +130,18 @@ impl NodeConfig {
             Some(path) => parse_file(path)?,
             None => Default::default(),
         };
+        kubelet.normalize_paths();
         // As upstream, a relative path in the file is relative to the file's directory.
         if let Some(dir) = file.and_then(Path::parent) {
-            for path in [&mut kubelet.static_pod_path, &mut wasmlet.plugin_config]
-                .into_iter()
-                .flatten()
+            for path in [
+                &mut kubelet.static_pod_path,
+                &mut kubelet.tls_cert_file,
+                &mut kubelet.tls_private_key_file,
+                &mut kubelet.authentication.x509.client_ca_file,
+                &mut wasmlet.plugin_config,
+            ]
+            .into_iter()
+            .flatten()
             {
                 if Path::new(path.as_str()).is_relative() {
                     *path = dir.join(path.as_str()).display().to_string();
@@ -146,6 +162,12 @@ impl NodeConfig {
         }
         if let Some(max) = overrides.max_pods {
             kubelet.max_pods = max;
+        }
+        if let Some(port) = overrides.port {
+            kubelet.port = port;
+        }
+        if let Some(file) = &overrides.client_ca_file {
+            kubelet.authentication.x509.client_ca_file = Some(file.clone());
         }
         let file_name = file.map(Path::to_path_buf).unwrap_or_default();
         kubelet
@@ -190,10 +212,15 @@ impl NodeConfig {
             })?,
             None => Default::default(),
         };
+        let cert_dir = overrides
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| root_dir.join("pki"));
         Ok((
             Self {
                 kubelet,
                 wasmlet,
+                cert_dir,
                 root_dir,
                 node_name,
                 node_ip,

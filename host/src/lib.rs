@@ -31,6 +31,7 @@ pub mod podutil;
 pub mod prober;
 pub mod resources;
 pub mod runtime_status;
+pub mod secure_port;
 pub mod server;
 pub mod source;
 pub mod stats;

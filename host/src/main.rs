@@ -35,7 +35,8 @@ enum Command {
         #[command(flatten)]
         server: ServerArg,
     },
-    /// Print a container's log from a running node.
+    /// Print a container's log, read from the node's CRI log files (run it on the node, as
+    /// root).
     Logs {
         /// Pod name as /pods shows it (static pods: `<name>-<node>`).
         pod: String,
@@ -58,8 +59,23 @@ enum Command {
         /// Prefix each line with its timestamp.
         #[arg(long)]
         timestamps: bool,
-        #[command(flatten)]
-        server: ServerArg,
+        /// Stop after this many bytes.
+        #[arg(long)]
+        limit_bytes: Option<u64>,
+        /// The node's config file, for its podLogsDir and containerRuntimeEndpoint.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The node's podLogsDir (default: from --config, else /var/log/pods).
+        #[arg(long)]
+        pod_logs_dir: Option<PathBuf>,
+        /// The node's CRI endpoint, asked during -f whether the container still runs
+        /// (default: from --config, else unix:///run/containerd/containerd.sock).
+        #[arg(long, env = "CONTAINER_RUNTIME_ENDPOINT")]
+        container_runtime_endpoint: Option<String>,
+        /// Ignored: logs are no longer served by the read-only port, they are read from the
+        /// files (kept so existing scripts keep working).
+        #[arg(long, hide = true)]
+        server: Option<String>,
     },
 }
 
@@ -144,6 +160,16 @@ struct RunArgs {
     healthz_port: Option<u16>,
     #[arg(long)]
     max_pods: Option<i64>,
+    /// The authenticated HTTPS port (0: off), over `port`.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Where the self-signed serving certificate is kept (default <root-dir>/pki).
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// CA bundle for client certificates of the secure port, over
+    /// `authentication.x509.clientCAFile`.
+    #[arg(long)]
+    client_ca_file: Option<String>,
     /// Join the cluster this kubeconfig names, as the node identity it holds; without it
     /// wasmlet runs standalone on static pods.
     #[arg(long)]
@@ -249,35 +275,63 @@ fn main() -> anyhow::Result<()> {
             tail,
             since,
             timestamps,
+            limit_bytes,
+            config,
+            pod_logs_dir,
+            container_runtime_endpoint,
             server,
         } => {
-            let container = match container {
-                Some(c) => c,
-                None => wasmlet::terminal::default_container(&server.server, &namespace, &pod)?,
+            if server.is_some() {
+                eprintln!("wasmlet logs: --server is ignored; logs are read from podLogsDir");
+            }
+            let node = match &config {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("--config {}", path.display()))?;
+                    Some(wasmlet::config::parse_str(path, &text)?.0)
+                }
+                None => None,
             };
-            let mut query = vec![
-                format!("previous={previous}"),
-                format!("follow={follow}"),
-                format!("timestamps={timestamps}"),
-            ];
-            if let Some(tail) = tail {
-                query.push(format!("tailLines={tail}"));
-            }
-            if let Some(since) = since {
-                let seconds = wasmlet::config::duration::parse(&since)
-                    .map_err(|e| anyhow::anyhow!("--since: {e}"))?
-                    .as_secs();
-                query.push(format!("sinceSeconds={seconds}"));
-            }
+            let pod_logs_dir = pod_logs_dir
+                .or_else(|| node.as_ref().map(|n| PathBuf::from(&n.pod_logs_dir)))
+                .unwrap_or_else(|| PathBuf::from("/var/log/pods"));
+            let endpoint = container_runtime_endpoint
+                .or_else(|| node.as_ref().map(|n| n.container_runtime_endpoint.clone()))
+                .unwrap_or_else(|| "unix:///run/containerd/containerd.sock".into());
+            let socket = PathBuf::from(endpoint.strip_prefix("unix://").unwrap_or(&endpoint));
+            let source = wasmlet::terminal::LogSource {
+                pod_logs_dir,
+                runtime_socket: socket.exists().then_some(socket),
+            };
+            let since_seconds = since
+                .map(|since| {
+                    wasmlet::config::duration::parse(&since)
+                        .map(|d| d.as_secs().max(1))
+                        .map_err(|e| anyhow::anyhow!("--since: {e}"))
+                })
+                .transpose()?;
+            let options = wasmlet::logs::LogOptions {
+                tail_lines: tail,
+                since_seconds,
+                timestamps,
+                previous,
+                follow,
+                limit_bytes,
+                ..Default::default()
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
             let mut out = std::io::stdout().lock();
-            wasmlet::terminal::logs(
-                &server.server,
+            runtime.block_on(wasmlet::terminal::logs(
+                &source,
                 &namespace,
                 &pod,
-                &container,
-                &query.join("&"),
+                container.as_deref(),
+                options,
                 &mut out,
-            )?;
+            ))?;
             Ok(())
         }
         Command::Run(args) => {
@@ -292,6 +346,9 @@ fn main() -> anyhow::Result<()> {
                 max_pods: args.max_pods,
                 kubeconfig: args.kubeconfig,
                 node_labels: args.node_labels,
+                port: args.port,
+                cert_dir: args.cert_dir,
+                client_ca_file: args.client_ca_file,
             };
             let (config, warnings) = NodeConfig::load(args.config.as_deref(), &overrides)?;
             for warning in warnings {

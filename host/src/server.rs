@@ -1,15 +1,16 @@
-//! The node agent's HTTP endpoints: the read-only port (`/pods`, `/healthz`, `/manifests`),
-//! plain HTTP as upstream's `readOnlyPort`, and the healthz port.
+//! The node agent's plain HTTP endpoints: the read-only port (`readOnlyPort`: `/pods`,
+//! `/healthz`, `/metrics`, `/metrics/probes` as upstream, and wasmlet's own read-only views
+//! `/manifests`, `/plugins`, `/node`, `/evictions`) and the healthz port. Container logs and
+//! the other debugging endpoints are on the authenticated port only (`secure_port`); here they
+//! answer 405 as upstream's read-only server does.
 
 use crate::health::Health;
-use crate::logs::{self, LogOptions};
 use crate::source::SourceSnapshot;
 use crate::status::StatusStore;
-use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::{Json, Router};
 use k8s_openapi::api::core::v1::Pod;
 use std::net::SocketAddr;
@@ -129,107 +130,47 @@ async fn manifests(State(state): State<ServerState>) -> Json<serde_json::Value> 
     Json(serde_json::json!({ "pods": pods, "errors": snapshot.errors }))
 }
 
-fn container_restart_count(pod: &Pod, container: &str) -> Option<(u32, bool)> {
-    let status = pod.status.as_ref()?;
-    status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
-        .find(|c| c.name == container)
-        .map(|c| {
-            let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
-            (c.restart_count.max(0) as u32, running)
-        })
+/// Upstream's answer on the read-only port to the endpoints only the authenticated port has.
+async fn debugging_disabled() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Debug endpoints are disabled.\n",
+    )
+        .into_response()
 }
 
-fn not_found(message: String) -> Response {
-    (StatusCode::NOT_FOUND, message).into_response()
-}
-
-/// `GET /containerLogs/{namespace}/{pod}/{container}`, as upstream.
-async fn container_logs(
-    State(state): State<ServerState>,
-    Path((namespace, pod_name, container)): Path<(String, String, String)>,
-    Query(options): Query<LogOptions>,
-) -> Response {
-    let pods = state.store.list();
-    let Some(pod) = pods.iter().find(|p| {
-        p.metadata.namespace.as_deref() == Some(&namespace)
-            && p.metadata.name.as_deref() == Some(&pod_name)
-    }) else {
-        return not_found(format!("pod {namespace}/{pod_name} not found"));
-    };
-    let Some((restart_count, _)) = container_restart_count(pod, &container) else {
-        return not_found(format!(
-            "container {container:?} in pod {pod_name:?} not found"
-        ));
-    };
-    let attempt = if options.previous {
-        match restart_count.checked_sub(1) {
-            Some(previous) => previous,
-            None => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    format!(
-                        "previous terminated container {container:?} in pod {pod_name:?} not found"
-                    ),
-                )
-                    .into_response()
-            }
-        }
-    } else {
-        restart_count
-    };
-    let dir = crate::podutil::log_directory(&state.pod_logs_dir, pod);
-    let file = logs::log_file(&dir, &container, attempt);
-    if !file.exists() {
-        return not_found(format!(
-            "no log for container {container:?} in pod {pod_name:?} (attempt {attempt})"
-        ));
-    }
-    let follow_current = !options.previous;
-    let store = state.store.clone();
-    let uid = pod.metadata.uid.clone().unwrap_or_default();
-    let still_running = move || {
-        follow_current
-            && store
-                .get(&uid)
-                .and_then(|p| container_restart_count(&p, &container))
-                .is_some_and(|(count, running)| running && count == attempt)
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    tokio::spawn(async move {
-        if let Err(error) = logs::stream(file.clone(), options, tx, still_running).await {
-            tracing::warn!(file = %file.display(), %error, "reading container log failed");
-        }
-    });
-    let body =
-        tokio_stream::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |line| {
-            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(line))
-        });
-    Response::builder()
-        .header("content-type", "text/plain; charset=utf-8")
-        .body(Body::from_stream(body))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+/// The endpoints both ports serve (`/pods`, `/healthz`, `/metrics`, `/metrics/probes`).
+pub fn shared_routes() -> Router<ServerState> {
+    Router::new()
+        .route("/pods", get(pods))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/metrics/probes", get(probe_metrics))
 }
 
 /// Routes of the read-only port.
 pub fn read_only_router(state: ServerState) -> Router {
-    Router::new()
-        .route("/pods", get(pods))
-        .route("/healthz", get(healthz))
+    let mut router = shared_routes()
         .route("/manifests", get(manifests))
         .route("/plugins", get(plugins))
-        .route("/metrics", get(metrics))
         .route("/node", get(node))
-        .route("/evictions", get(evictions))
-        .route("/metrics/probes", get(probe_metrics))
-        .route(
-            "/containerLogs/{namespace}/{pod}/{container}",
-            get(container_logs),
-        )
-        .with_state(state)
+        .route("/evictions", get(evictions));
+    // upstream's InstallDebuggingDisabledHandlers
+    for prefix in [
+        "/run",
+        "/exec",
+        "/attach",
+        "/portForward",
+        "/containerLogs",
+        "/runningpods",
+        "/debug/pprof",
+        "/logs",
+    ] {
+        router = router
+            .route(&format!("{prefix}/"), any(debugging_disabled))
+            .route(&format!("{prefix}/{{*rest}}"), any(debugging_disabled));
+    }
+    router.with_state(state)
 }
 
 /// Routes of the healthz port.

@@ -1,9 +1,13 @@
 //! Views of a running node for a person at a terminal: `wasmlet get pods` (a table like
-//! `kubectl get pods`) and `wasmlet logs`, both read from the read-only port.
+//! `kubectl get pods`, from the read-only port) and `wasmlet logs` (read from the CRI log files
+//! on the node itself, as root, since the logs left the unauthenticated port).
 
+use crate::logs::{self, LogOptions};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use std::io::Write;
-use std::time::SystemTime;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 /// Why a view could not be shown.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +32,21 @@ pub enum ViewError {
     /// The terminal (or pipe) the view is written to failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
+    /// The pod, container or log file is not on this node.
+    #[error("{0}")]
+    NotFound(String),
+    /// A log file or directory could not be read (not root?).
+    #[error("{path}: {source}")]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the filesystem said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The options given cannot be served.
+    #[error("{0}")]
+    Options(#[from] crate::logs::OptionsError),
 }
 
 fn get(url: &str) -> Result<ureq::Response, ViewError> {
@@ -161,62 +180,149 @@ pub fn get_pods(server: &str, out: &mut impl Write) -> Result<(), ViewError> {
     Ok(())
 }
 
-/// Streams a container's log to `out`; `query` is the endpoint's query string.
-pub fn logs(
-    server: &str,
+/// Where `wasmlet logs` finds a node's logs.
+#[derive(Debug, Clone)]
+pub struct LogSource {
+    /// The node's `podLogsDir`.
+    pub pod_logs_dir: PathBuf,
+    /// The node's CRI socket, asked during `-f` whether the container still runs; without
+    /// one (or when it does not answer), `-f` follows until the container is restarted or
+    /// its pod removed.
+    pub runtime_socket: Option<PathBuf>,
+}
+
+fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> ViewError + '_ {
+    move |source| ViewError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The pod's containers that have logs, by name.
+fn containers_with_logs(pod_dir: &Path) -> Result<Vec<String>, ViewError> {
+    let mut names: Vec<String> = std::fs::read_dir(pod_dir)
+        .map_err(read_error(pod_dir))?
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Whether attempt `attempt` of `container` of pod `namespace/pod` still runs, as the CRI
+/// says; `None` when the runtime cannot be asked.
+async fn running_in_runtime(
+    cri: &crate::cri::CriClient,
     namespace: &str,
     pod: &str,
     container: &str,
-    query: &str,
-    out: &mut impl Write,
-) -> Result<(), ViewError> {
-    let url = format!("{server}/containerLogs/{namespace}/{pod}/{container}?{query}");
-    let mut reader = get(&url)?.into_reader();
-    std::io::copy(&mut reader, out)?;
-    Ok(())
+    attempt: u32,
+) -> Option<bool> {
+    use crate::cri::{api, labels};
+    let selector = crate::cri::Labels::from([
+        (labels::POD_NAMESPACE.to_string(), namespace.to_string()),
+        (labels::POD_NAME.to_string(), pod.to_string()),
+        (labels::CONTAINER_NAME.to_string(), container.to_string()),
+    ]);
+    let found = cri.list_containers(selector).await.ok()?;
+    Some(found.iter().any(|c| {
+        c.state == api::ContainerState::ContainerRunning as i32
+            && c.metadata.as_ref().is_some_and(|m| m.attempt == attempt)
+    }))
 }
 
-/// The only container of a pod, when `logs` is not told which.
-pub fn default_container(server: &str, namespace: &str, pod: &str) -> Result<String, ViewError> {
-    let url = format!("{server}/pods");
-    let text = get(&url)?.into_string().map_err(|e| ViewError::Http {
-        url: url.clone(),
-        message: e.to_string(),
+/// Streams a container's log to `out` from its CRI log file: the newest attempt, or with
+/// `previous` the one before it. `container` defaults to the pod's only container with logs.
+pub async fn logs(
+    source: &LogSource,
+    namespace: &str,
+    pod: &str,
+    container: Option<&str>,
+    options: LogOptions,
+    out: &mut impl Write,
+) -> Result<(), ViewError> {
+    options.validate()?;
+    let root = &source.pod_logs_dir;
+    let pod_dir = logs::find_pod_log_dir(root, namespace, pod)
+        .map_err(read_error(root))?
+        .ok_or_else(|| {
+            ViewError::NotFound(format!(
+                "pod {namespace}/{pod} not found: no logs under {}",
+                root.display()
+            ))
+        })?;
+    let container = match container {
+        Some(name) => name.to_string(),
+        None => match containers_with_logs(&pod_dir)?.as_slice() {
+            [only] => only.clone(),
+            many => {
+                return Err(ViewError::NotFound(format!(
+                    "pod {pod} has several containers; choose one with -c: {}",
+                    many.join(", ")
+                )))
+            }
+        },
+    };
+    let container_dir = pod_dir.join(&container);
+    let attempts = logs::attempts(&container_dir).map_err(|_| {
+        ViewError::NotFound(format!(
+            "container {container:?} in pod {namespace}/{pod} not found"
+        ))
     })?;
-    let list: k8s_openapi::List<Pod> =
-        serde_json::from_str(&text).map_err(|source| ViewError::Decode {
-            url: url.clone(),
-            source,
-        })?;
-    let found = list
-        .items
-        .iter()
-        .find(|p| {
-            p.metadata.name.as_deref() == Some(pod)
-                && p.metadata.namespace.as_deref() == Some(namespace)
-        })
-        .ok_or_else(|| ViewError::Http {
-            url: url.clone(),
-            message: format!("pod {namespace}/{pod} not found"),
-        })?;
-    let containers = found
-        .spec
+    let (attempt, earlier) = match attempts.split_last() {
+        Some((last, earlier)) => (*last, earlier),
+        None => {
+            return Err(ViewError::NotFound(format!(
+                "container {container:?} in pod {namespace}/{pod} has no log yet"
+            )))
+        }
+    };
+    let attempt = if options.previous {
+        *earlier.last().ok_or_else(|| {
+            ViewError::NotFound(format!(
+                "previous terminated container {container:?} in pod {namespace}/{pod} not found"
+            ))
+        })?
+    } else {
+        attempt
+    };
+    let file = logs::log_file(&pod_dir, &container, attempt);
+    let cri = source
+        .runtime_socket
         .as_ref()
-        .map(|s| s.containers.clone())
-        .unwrap_or_default();
-    match containers.as_slice() {
-        [only] => Ok(only.name.clone()),
-        many => Err(ViewError::Http {
-            url,
-            message: format!(
-                "pod {pod} has several containers; choose one with -c: {}",
-                many.iter()
-                    .map(|c| c.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        .and_then(|socket| crate::cri::CriClient::connect(socket, Duration::from_secs(5)).ok());
+    let follow_current = !options.previous;
+    let (namespace, pod) = (namespace.to_string(), pod.to_string());
+    let still_running = move || {
+        let (cri, namespace, pod, container) = (
+            cri.clone(),
+            namespace.clone(),
+            pod.clone(),
+            container.clone(),
+        );
+        let (newer, pod_dir) = (
+            logs::log_file(&pod_dir, &container, attempt + 1),
+            pod_dir.clone(),
+        );
+        async move {
+            if !follow_current || newer.exists() || !pod_dir.exists() {
+                return false;
+            }
+            match &cri {
+                Some(cri) => running_in_runtime(cri, &namespace, &pod, &container, attempt)
+                    .await
+                    .unwrap_or(true),
+                None => true,
+            }
+        }
+    };
+    let mut stream = std::pin::pin!(logs::stream(file.clone(), options, still_running));
+    while let Some(chunk) = stream.next().await {
+        out.write_all(&chunk.map_err(read_error(&file))?)?;
+        out.flush()?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

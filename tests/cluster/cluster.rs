@@ -1,7 +1,7 @@
 //! The control plane the tests join: kubectl as the admin, a node identity per test node,
 //! and a lock that lets the outage test stop the control plane while no other test runs.
 
-use crate::harness::{Node, NodeOptions};
+use crate::harness::{Node, NodeOptions, SecurePortOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -179,6 +179,13 @@ impl Cluster {
             options
                 .extra_kubelet
                 .push_str("nodeStatusUpdateFrequency: 1s\n");
+        }
+        // The secure port on a free port, accepting the cluster CA's client certificates (the
+        // API server's kubelet client among them), as a kubeadm node has it.
+        if options.secure_port.is_none() {
+            options.secure_port = Some(SecurePortOptions {
+                client_ca: Some(self.dir.join("pki/ca.crt")),
+            });
         }
         Node::start_with(name, options)
     }

@@ -59,7 +59,11 @@ fn node_registers_ready_with_labels_capacity_node_info_and_a_renewed_lease() {
     assert_eq!(info["bootID"], boot_id.trim());
     assert_eq!(info["operatingSystem"], "linux");
     assert!(!info["kernelVersion"].as_str().unwrap_or("").is_empty());
-    assert_eq!(status["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
+    assert_eq!(
+        status["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+        node.secure_port
+            .expect("the cluster nodes serve the secure port")
+    );
     let addresses = status["addresses"].as_array().cloned().unwrap_or_default();
     assert!(
         addresses.iter().any(|a| a["type"] == "InternalIP"),

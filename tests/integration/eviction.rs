@@ -105,8 +105,7 @@ fn pressured_node(name: &str, headroom: i64, plugins: &str) -> Node {
                 "evictStaticPods: true\nevictionMonitoringPeriod: 3s\npluginConfig: {}\n",
                 config.display()
             ),
-            runtime_socket: None,
-            extra_args: Vec::new(),
+            ..Default::default()
         },
     );
     std::mem::forget(dir); // the plugin config must outlive the node
@@ -131,8 +130,7 @@ fn memory_pressure_evicts_in_upstream_order_then_clears() {
                 threshold >> 20
             ),
             extra_wasmlet: "evictStaticPods: true\nevictionMonitoringPeriod: 500ms\n".into(),
-            runtime_socket: None,
-            extra_args: Vec::new(),
+            ..Default::default()
         },
     );
     node.write_manifest("steady.yaml", &steady("steady", 0, ""));

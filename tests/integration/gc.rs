@@ -98,7 +98,7 @@ fn gc_node(name: &str, socket: PathBuf, plugins: &Path) -> Node {
                 plugins.display()
             ),
             runtime_socket: Some(socket),
-            extra_args: Vec::new(),
+            ..Default::default()
         },
     );
     // A running container keeps busybox in use; the sandbox keeps pause pinned.

@@ -1,6 +1,7 @@
 //! A test node: the real `wasmlet` binary with its own node name, manifest directory, log
-//! directory and port, on the shared real containerd. Each node only sees and touches the
-//! sandboxes labelled with its own node name, so tests run side by side.
+//! directory and ports, on the shared real containerd. Each node only sees and touches the
+//! sandboxes labelled with its own node name, so tests run side by side. The secure port is
+//! off (`port: 0`) unless a test asks for it, on a free port.
 
 use serde_json::Value;
 use std::io::Write;
@@ -38,6 +39,15 @@ pub struct NodeOptions {
     pub runtime_socket: Option<PathBuf>,
     /// More `wasmlet run` flags (the cluster tests pass `--kubeconfig`).
     pub extra_args: Vec<String>,
+    /// Serve the secure port (on a free port); off (`port: 0`) when `None`.
+    pub secure_port: Option<SecurePortOptions>,
+}
+
+/// The secure port of a test node.
+#[derive(Debug, Clone, Default)]
+pub struct SecurePortOptions {
+    /// `authentication.x509.clientCAFile`: the CA whose client certificates are accepted.
+    pub client_ca: Option<PathBuf>,
 }
 
 impl Default for NodeOptions {
@@ -49,6 +59,7 @@ impl Default for NodeOptions {
                     .into(),
             runtime_socket: None,
             extra_args: Vec::new(),
+            secure_port: None,
         }
     }
 }
@@ -60,6 +71,8 @@ pub struct Node {
     pub dir: tempfile::TempDir,
     pub manifests: PathBuf,
     pub port: u16,
+    /// The secure port, when the options asked for one.
+    pub secure_port: Option<u16>,
     config: PathBuf,
     extra_args: Vec<String>,
     child: Option<Child>,
@@ -77,13 +90,25 @@ impl Node {
         let manifests = dir.path().join("manifests");
         std::fs::create_dir_all(&manifests).unwrap();
         let port = free_port();
+        let secure_port = options.secure_port.as_ref().map(|_| free_port());
+        let mut secure = format!("port: {}\n", secure_port.unwrap_or(0));
+        if let Some(ca) = options
+            .secure_port
+            .as_ref()
+            .and_then(|s| s.client_ca.as_ref())
+        {
+            secure.push_str(&format!(
+                "authentication: {{x509: {{clientCAFile: {}}}}}\n",
+                ca.display()
+            ));
+        }
         let socket = options.runtime_socket.clone().unwrap_or_else(cri_socket);
         let config = dir.path().join("config.yaml");
         let text = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
              staticPodPath: {manifests}\ncontainerRuntimeEndpoint: unix://{socket}\n\
              fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: 127.0.0.1\n\
-             healthzPort: 0\n{extra_kubelet}---\n\
+             healthzPort: 0\n{secure}{extra_kubelet}---\n\
              apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\n{pleg}\
              housekeepingPeriod: 500ms\n{extra_wasmlet}",
             pleg = if options.extra_wasmlet.contains("plegRelistPeriod") {
@@ -112,6 +137,7 @@ impl Node {
             dir,
             manifests,
             port,
+            secure_port,
             config,
             extra_args: options.extra_args.clone(),
             child: None,
@@ -225,6 +251,33 @@ impl Node {
             .iter()
             .find(|p| p["metadata"]["name"] == full.as_str())
             .cloned()
+    }
+
+    /// The log of `container` of `pod` (as `/pods` shows it) read from its CRI log file, as
+    /// the secure port's `/containerLogs` finds it: `<podLogsDir>/<ns>_<name>_<uid>/<container>/
+    /// <restartCount>.log`.
+    pub fn container_log(&self, pod: &Value, container: &str) -> Option<String> {
+        let meta = &pod["metadata"];
+        let dir = self.logs_dir().join(format!(
+            "{}_{}_{}",
+            meta["namespace"].as_str()?,
+            meta["name"].as_str()?,
+            meta["uid"].as_str()?
+        ));
+        let attempt = container_status(pod, container)["restartCount"]
+            .as_u64()
+            .unwrap_or(0);
+        let file = wasmlet::logs::log_file(&dir, container, u32::try_from(attempt).ok()?);
+        let stream = wasmlet::logs::stream(file, Default::default(), || async { false });
+        self.runtime.block_on(async {
+            use futures::StreamExt;
+            let mut stream = std::pin::pin!(stream);
+            let mut text = Vec::new();
+            while let Some(chunk) = stream.next().await {
+                text.extend_from_slice(&chunk.ok()?);
+            }
+            String::from_utf8(text).ok()
+        })
     }
 
     pub fn log_tail(&self) -> String {

@@ -1,12 +1,16 @@
-//! The container logs API and the terminal views (`wasmlet get pods`, `wasmlet logs`).
+//! The container logs API (on the secure port, with a `system:masters` client certificate)
+//! and the terminal views (`wasmlet get pods`, `wasmlet logs` reading the CRI files).
 
 use crate::harness::{busybox_pod, container_status, Node};
+use crate::secure_port::{secure_node, SecureClient, TestPki};
 use std::process::Command;
 use std::time::Duration;
 
 #[test]
 fn container_logs_with_tail_timestamps_previous_and_follow() {
-    let node = Node::start("t-logs");
+    let pki = TestPki::new("logs-ca");
+    let node = secure_node("t-logs", &pki);
+    let client = SecureClient::new(&node, Some(&pki.client("admin", &["system:masters"])));
     node.write_manifest(
         "lines.yaml",
         &busybox_pod(
@@ -33,33 +37,38 @@ fn container_logs_with_tail_timestamps_previous_and_follow() {
     );
     node.wait_phase("lines", "Running", Duration::from_secs(30));
     let base = "/containerLogs/default/lines-t-logs/main";
-    let all = node.wait_for("the log", Duration::from_secs(10), |n| {
-        n.try_get(base).filter(|t| t.contains("oops"))
+    let all = node.wait_for("the log", Duration::from_secs(10), |_| {
+        client.get_ok(base).filter(|t| t.contains("oops"))
     });
     assert_eq!(all, "line 1\nline 2\nline 3\nline 4\nline 5\noops\n");
     assert_eq!(
-        node.try_get(&format!("{base}?tailLines=2")).unwrap(),
+        client.get_ok(&format!("{base}?tailLines=2")).unwrap(),
         "line 5\noops\n"
     );
-    let stamped = node
-        .try_get(&format!("{base}?timestamps=true&tailLines=1"))
+    let stamped = client
+        .get_ok(&format!("{base}?timestamps=true&tailLines=1"))
         .unwrap();
     let (stamp, rest) = stamped.split_once(' ').unwrap();
     assert!(stamp.starts_with("20") && stamp.ends_with('Z'), "{stamped}");
     assert_eq!(rest, "oops\n");
     assert_eq!(
-        node.try_get(&format!("{base}?sinceSeconds=3600")).unwrap(),
+        client.get_ok(&format!("{base}?sinceSeconds=3600")).unwrap(),
         all
     );
     assert_eq!(
-        node.try_get(&format!("{base}?limitBytes=9")).unwrap(),
+        client.get_ok(&format!("{base}?limitBytes=9")).unwrap(),
         "line 1\nli"
     );
-    assert!(
-        node.try_get("/containerLogs/default/lines-t-logs/nope")
-            .is_none(),
-        "unknown container is an error"
+    assert_eq!(
+        client
+            .get("/containerLogs/default/lines-t-logs/nope")
+            .unwrap(),
+        (
+            404,
+            "container \"nope\" not found in pod \"lines-t-logs\"".to_string()
+        )
     );
+    assert_eq!(client.get(&format!("{base}?limitBytes=0")).unwrap().0, 422);
 
     // previous: the attempt before the current one.
     node.wait_for("again to restart", Duration::from_secs(30), |n| {
@@ -67,11 +76,11 @@ fn container_logs_with_tail_timestamps_previous_and_follow() {
             .filter(|p| container_status(p, "main")["restartCount"].as_i64() >= Some(1))
     });
     let again = "/containerLogs/default/again-t-logs/main";
-    let current = node.wait_for("the current attempt's log", Duration::from_secs(10), |n| {
-        n.try_get(again).filter(|t| t.starts_with("started"))
+    let current = node.wait_for("the current attempt's log", Duration::from_secs(10), |_| {
+        client.get_ok(again).filter(|t| t.starts_with("started"))
     });
-    let previous = node
-        .try_get(&format!("{again}?previous=true"))
+    let previous = client
+        .get_ok(&format!("{again}?previous=true"))
         .expect("previous log");
     assert!(previous.starts_with("started "), "{previous}");
     assert_ne!(current, previous);
@@ -81,15 +90,9 @@ fn container_logs_with_tail_timestamps_previous_and_follow() {
         n.pod("ticker")
             .filter(|p| p["status"]["phase"] == "Running")
     });
-    let followed = ureq::get(&format!(
-        "http://127.0.0.1:{}/containerLogs/default/ticker-t-logs/main?follow=true",
-        node.port
-    ))
-    .timeout(Duration::from_secs(30))
-    .call()
-    .expect("follow")
-    .into_string()
-    .expect("body");
+    let followed = client
+        .get_ok("/containerLogs/default/ticker-t-logs/main?follow=true")
+        .expect("follow");
     let expected: String = (0..8).map(|i| format!("tick {i}\n")).collect();
     assert_eq!(followed, expected);
 }
@@ -128,26 +131,54 @@ fn terminal_views_show_pods_and_logs() {
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("1/1") && row.contains("Running"), "{row}");
 
-    let text = node.wait_for("the log line", Duration::from_secs(10), |_| {
-        let out = Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+    // `wasmlet logs` reads the CRI files of the node (podLogsDir), not a port.
+    let logs_dir = node.logs_dir().display().to_string();
+    let socket = format!("unix://{}", crate::harness::cri_socket().display());
+    let wasmlet_logs = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+            .arg("logs")
+            .args(args)
             .args([
-                "logs",
-                "hello-t-terminal",
-                "--tail",
-                "1",
-                "--server",
-                &server,
+                "--pod-logs-dir",
+                &logs_dir,
+                "--container-runtime-endpoint",
+                &socket,
             ])
             .output()
-            .ok()?;
+            .unwrap()
+    };
+    let text = node.wait_for("the log line", Duration::from_secs(10), |_| {
+        let out = wasmlet_logs(&["hello-t-terminal", "--tail", "1"]);
         let text = String::from_utf8(out.stdout).ok()?;
         (out.status.success() && !text.is_empty()).then_some(text)
     });
     assert_eq!(text, "hello from the terminal test\n");
-    let missing = Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-        .args(["logs", "nope", "--server", &server])
-        .output()
-        .unwrap();
+    let missing = wasmlet_logs(&["nope"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("not found"));
+
+    // -f follows while the container runs and ends when it exits (the runtime says so).
+    node.write_manifest(
+        "count.yaml",
+        &busybox_pod(
+            "count",
+            "  restartPolicy: Never\n",
+            "sleep 1; for i in 1 2 3; do echo count $i; sleep 0.5; done",
+        ),
+    );
+    node.wait_for("count to start", Duration::from_secs(30), |n| {
+        n.pod("count").filter(|p| p["status"]["phase"] == "Running")
+    });
+    let started = std::time::Instant::now();
+    let out = wasmlet_logs(&["count-t-terminal", "-f", "-c", "main"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "count 1\ncount 2\ncount 3\n"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
 }

@@ -58,7 +58,7 @@ fn memory_empty_dir_is_a_sized_tmpfs_and_mounts_honour_read_only_and_sub_path() 
     let pod = node.wait_phase("mounts", "Running", Duration::from_secs(30));
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
-        n.try_get("/containerLogs/default/mounts-t-vol-mem/main")
+        n.container_log(&pod, "main")
             .filter(|t| t.contains("from the host"))
     });
     assert!(log.contains("tmpfs /cache tmpfs"), "a tmpfs: {log}");
@@ -149,8 +149,7 @@ fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
     let pod = node.wait_phase("info", "Running", Duration::from_secs(30));
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let log = node.wait_for("the container's report", Duration::from_secs(10), |n| {
-        n.try_get("/containerLogs/default/info-t-vol-downward/main")
-            .filter(|t| t.contains("MEM="))
+        n.container_log(&pod, "main").filter(|t| t.contains("MEM="))
     });
     assert_eq!(
         log,
@@ -173,8 +172,7 @@ fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
         let pod = n.pod("info")?;
         (pod["metadata"]["uid"] != uid.as_str() && pod["status"]["phase"] == "Running")
             .then_some(())?;
-        n.try_get("/containerLogs/default/info-t-vol-downward/main")
-            .filter(|t| t.contains("MEM="))
+        n.container_log(&pod, "main").filter(|t| t.contains("MEM="))
     });
     assert!(log.starts_with("app=\"web\"\ntier=\"backend\"\n"), "{log}");
 }

@@ -43,15 +43,14 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "eventBurst",
     "clusterDNS",
     "clusterDomain",
+    "tlsCertFile",
+    "tlsPrivateKeyFile",
+    "authentication",
+    "authorization",
 ];
 
 /// Upstream fields that parse but have no effect yet: warned about by name, not as unknown.
-pub const NOT_YET_IMPLEMENTED: &[&str] = &[
-    "authentication",
-    "authorization",
-    "cgroupDriver",
-    "serializeImagePulls",
-];
+pub const NOT_YET_IMPLEMENTED: &[&str] = &["cgroupDriver", "serializeImagePulls"];
 
 /// What the node agent runs with; every field keeps upstream's name and meaning.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -75,8 +74,18 @@ pub struct KubeletConfiguration {
     pub address: String,
     /// Unauthenticated HTTP port for `/pods`, `/healthz`; 0 disables it, as upstream.
     pub read_only_port: u16,
-    /// Authenticated port; accepted for compatibility, nothing is served on it yet.
+    /// The authenticated HTTPS port (`/pods`, `/containerLogs`, `/configz`, ...). 0 turns it
+    /// off: a wasmlet extension (upstream requires 1-65535) so test nodes can run side by side.
     pub port: u16,
+    /// The serving certificate (PEM, may hold a chain) of `port`; unset with
+    /// `tlsPrivateKeyFile` unset: a self-signed one in `--cert-dir`, as upstream.
+    pub tls_cert_file: Option<String>,
+    /// The private key (PEM) of `tlsCertFile`.
+    pub tls_private_key_file: Option<String>,
+    /// Who may call `port`: client certificates, bearer tokens, anonymous requests.
+    pub authentication: KubeletAuthentication,
+    /// What an authenticated caller of `port` may do.
+    pub authorization: KubeletAuthorization,
     /// Port of the `/healthz` endpoint; 0 disables it.
     pub healthz_port: u16,
     /// Bind address of the healthz port.
@@ -176,6 +185,105 @@ impl Default for KubeletConfiguration {
             event_burst: 100,
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            authentication: KubeletAuthentication::default(),
+            authorization: KubeletAuthorization::default(),
+        }
+    }
+}
+
+/// Upstream's `KubeletAuthentication`: the ways a request to the secure port is authenticated,
+/// tried in this order (client certificate, bearer token, anonymous).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletAuthentication {
+    /// Client certificates signed by `clientCAFile`.
+    pub x509: KubeletX509Authentication,
+    /// Bearer tokens checked by a TokenReview (cluster mode only).
+    pub webhook: KubeletWebhookAuthentication,
+    /// Requests with no credentials, as `system:anonymous`.
+    pub anonymous: KubeletAnonymousAuthentication,
+}
+
+/// Upstream's `KubeletX509Authentication`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletX509Authentication {
+    /// PEM bundle of the CAs whose client certificates are accepted: the certificate's CN is
+    /// the user, its O entries the groups. Unset: no client certificate is asked for.
+    #[serde(rename = "clientCAFile", skip_serializing_if = "Option::is_none")]
+    pub client_ca_file: Option<String>,
+}
+
+/// Upstream's `KubeletWebhookAuthentication`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletWebhookAuthentication {
+    /// Check bearer tokens with a TokenReview to the API server (default true; standalone has
+    /// no API server, so tokens are never accepted there).
+    pub enabled: bool,
+    /// How long a TokenReview's answer (yes or no) is reused for the same token.
+    #[serde(rename = "cacheTTL", with = "duration::go")]
+    pub cache_ttl: Duration,
+}
+
+impl Default for KubeletWebhookAuthentication {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            cache_ttl: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Upstream's `KubeletAnonymousAuthentication`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletAnonymousAuthentication {
+    /// Serve requests with no credentials as `system:anonymous` in `system:unauthenticated`
+    /// (still subject to authorization). Default false: such requests get 401.
+    pub enabled: bool,
+}
+
+/// Upstream's `KubeletAuthorization`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletAuthorization {
+    /// `Webhook` (default): ask the API server with a SubjectAccessReview (standalone: the
+    /// local rule, `system:masters` only); `AlwaysAllow`: every authenticated request.
+    pub mode: KubeletAuthorizationMode,
+    /// The SubjectAccessReview cache.
+    pub webhook: KubeletWebhookAuthorization,
+}
+
+/// Upstream's `KubeletAuthorizationMode`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum KubeletAuthorizationMode {
+    /// SubjectAccessReview to the API server (standalone: the local rule).
+    #[default]
+    Webhook,
+    /// Every authenticated request is allowed.
+    AlwaysAllow,
+}
+
+/// Upstream's `KubeletWebhookAuthorization`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KubeletWebhookAuthorization {
+    /// How long an "allowed" answer is reused.
+    #[serde(rename = "cacheAuthorizedTTL", with = "duration::go")]
+    pub cache_authorized_ttl: Duration,
+    /// How long a "not allowed" answer is reused.
+    #[serde(rename = "cacheUnauthorizedTTL", with = "duration::go")]
+    pub cache_unauthorized_ttl: Duration,
+}
+
+impl Default for KubeletWebhookAuthorization {
+    fn default() -> Self {
+        Self {
+            cache_authorized_ttl: Duration::from_secs(300),
+            cache_unauthorized_ttl: Duration::from_secs(30),
         }
     }
 }
@@ -261,11 +369,34 @@ impl KubeletConfiguration {
                 return field("clusterDNS", "every entry must be an IP address");
             }
         }
+        match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(_), None) => {
+                return field("tlsPrivateKeyFile", "must be set when tlsCertFile is set")
+            }
+            (None, Some(_)) => {
+                return field("tlsCertFile", "must be set when tlsPrivateKeyFile is set")
+            }
+            _ => {}
+        }
         if self.eviction_max_pod_grace_period < 0 {
             return field("evictionMaxPodGracePeriod", "must not be negative");
         }
         super::eviction::thresholds(self)?;
         Ok(())
+    }
+
+    /// Reads an empty path as unset, as upstream does (`tlsCertFile: ""` is no file).
+    pub fn normalize_paths(&mut self) {
+        for path in [
+            &mut self.static_pod_path,
+            &mut self.tls_cert_file,
+            &mut self.tls_private_key_file,
+            &mut self.authentication.x509.client_ca_file,
+        ] {
+            if path.as_deref() == Some("") {
+                *path = None;
+            }
+        }
     }
 
     /// The runtime socket path behind `containerRuntimeEndpoint`.

@@ -119,3 +119,146 @@ fn validation_and_flags() {
         .to_string();
     assert!(err.contains("--node-ip"), "{err}");
 }
+
+#[test]
+fn secure_port_defaults_are_upstreams() {
+    let (kubelet, _, _) =
+        parse("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n").unwrap();
+    assert_eq!(kubelet.port, 10250);
+    assert_eq!(kubelet.tls_cert_file, None);
+    assert_eq!(kubelet.authentication.x509.client_ca_file, None);
+    assert!(kubelet.authentication.webhook.enabled);
+    assert_eq!(
+        kubelet.authentication.webhook.cache_ttl,
+        Duration::from_secs(120)
+    );
+    assert!(
+        !kubelet.authentication.anonymous.enabled,
+        "never anonymous by default"
+    );
+    assert_eq!(
+        kubelet.authorization.mode,
+        kubelet::KubeletAuthorizationMode::Webhook
+    );
+    assert_eq!(
+        kubelet.authorization.webhook.cache_authorized_ttl,
+        Duration::from_secs(300)
+    );
+    assert_eq!(
+        kubelet.authorization.webhook.cache_unauthorized_ttl,
+        Duration::from_secs(30)
+    );
+}
+
+#[test]
+fn secure_port_fields_parse_with_upstream_names() {
+    let (kubelet, _, warnings) = parse(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nport: 0\n\
+         tlsCertFile: /pki/k.crt\ntlsPrivateKeyFile: /pki/k.key\n\
+         authentication:\n  x509: {clientCAFile: /pki/ca.crt}\n  webhook: {enabled: false, cacheTTL: 10s}\n  anonymous: {enabled: true}\n\
+         authorization:\n  mode: AlwaysAllow\n  webhook: {cacheAuthorizedTTL: 1m, cacheUnauthorizedTTL: 5s}\n",
+    )
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(kubelet.port, 0);
+    assert_eq!(kubelet.tls_cert_file.as_deref(), Some("/pki/k.crt"));
+    assert_eq!(
+        kubelet.authentication.x509.client_ca_file.as_deref(),
+        Some("/pki/ca.crt")
+    );
+    assert!(!kubelet.authentication.webhook.enabled);
+    assert_eq!(
+        kubelet.authentication.webhook.cache_ttl,
+        Duration::from_secs(10)
+    );
+    assert!(kubelet.authentication.anonymous.enabled);
+    assert_eq!(
+        kubelet.authorization.mode,
+        kubelet::KubeletAuthorizationMode::AlwaysAllow
+    );
+    assert_eq!(
+        kubelet.authorization.webhook.cache_unauthorized_ttl,
+        Duration::from_secs(5)
+    );
+    // /configz writes the same names back.
+    let json = serde_json::to_value(&kubelet).unwrap();
+    assert_eq!(
+        json["authentication"]["x509"]["clientCAFile"],
+        "/pki/ca.crt"
+    );
+    assert_eq!(json["authentication"]["webhook"]["cacheTTL"], "10s");
+    assert_eq!(
+        json["authorization"]["webhook"]["cacheAuthorizedTTL"],
+        "1m0s"
+    );
+}
+
+#[test]
+fn bad_secure_port_values_name_the_field() {
+    let head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+    let err = |body: &str| parse(&format!("{head}{body}")).unwrap_err().to_string();
+    let text = err("authorization: {mode: RBAC}\n");
+    assert!(
+        text.contains("`authorization.mode`") && text.contains("RBAC"),
+        "{text}"
+    );
+    let text = err("authentication: {x509: {clientCaFile: /x}}\n");
+    assert!(
+        text.contains("authentication.x509") && text.contains("clientCaFile"),
+        "{text}"
+    );
+    let text = err("authentication: {webhook: {cacheTTL: '2'}}\n");
+    assert!(text.contains("cacheTTL") && text.contains("unit"), "{text}");
+    let text = err("port: 70000\n");
+    assert!(text.contains("`port`"), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.yaml");
+    std::fs::write(&file, format!("{head}tlsCertFile: k.crt\n")).unwrap();
+    let text = NodeConfig::load(Some(&file), &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("`tlsPrivateKeyFile`"), "{text}");
+}
+
+#[test]
+fn secure_port_paths_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+         tlsCertFile: pki/k.crt\ntlsPrivateKeyFile: /abs/k.key\nauthentication: {x509: {clientCAFile: ''}}\n",
+    )
+    .unwrap();
+    let overrides = Overrides {
+        root_dir: Some("/tmp/r".into()),
+        ..Default::default()
+    };
+    let (config, _) = NodeConfig::load(Some(&file), &overrides).unwrap();
+    // Relative to the file, as upstream; an empty path is no path.
+    assert_eq!(
+        config.kubelet.tls_cert_file.as_deref(),
+        Some(dir.path().join("pki/k.crt").to_str().unwrap())
+    );
+    assert_eq!(
+        config.kubelet.tls_private_key_file.as_deref(),
+        Some("/abs/k.key")
+    );
+    assert_eq!(config.kubelet.authentication.x509.client_ca_file, None);
+    assert_eq!(config.cert_dir, PathBuf::from("/tmp/r/pki"));
+
+    let flags = Overrides {
+        port: Some(0),
+        cert_dir: Some("/etc/wasmlet/pki".into()),
+        client_ca_file: Some("/etc/ca.crt".into()),
+        ..overrides
+    };
+    let (config, _) = NodeConfig::load(Some(&file), &flags).unwrap();
+    assert_eq!(config.kubelet.port, 0);
+    assert_eq!(config.cert_dir, PathBuf::from("/etc/wasmlet/pki"));
+    assert_eq!(
+        config.kubelet.authentication.x509.client_ca_file.as_deref(),
+        Some("/etc/ca.crt")
+    );
+}
