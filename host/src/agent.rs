@@ -150,13 +150,22 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         node: node_view.clone(),
         probe_metrics: prober.metrics.clone(),
     };
+    // The connection is lazy: nothing waits for the runtime here.
+    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
+    let stats = server::stats::StatsState::new(
+        cri.clone(),
+        config.node_name.clone(),
+        config.root_dir.clone(),
+        PathBuf::from(&kubelet.pod_logs_dir),
+    );
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
             .address
             .parse()
             .unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let addr = SocketAddr::new(ip, kubelet.read_only_port);
-        server::serve(addr, server::read_only_router(state.clone()))
+        let router = server::read_only_router(state.clone()).merge(server::stats::router(stats));
+        server::serve(addr, router)
             .await
             .map_err(|source| StartError::Bind {
                 what: "readOnlyPort",
@@ -181,7 +190,6 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         info!(%addr, "serving healthz");
     }
 
-    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
     let (runtime_name, runtime_version) =
         wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
 

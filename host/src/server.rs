@@ -1,5 +1,8 @@
 //! The node agent's HTTP endpoints: the read-only port (`/pods`, `/healthz`, `/manifests`),
-//! plain HTTP as upstream's `readOnlyPort`, and the healthz port.
+//! plain HTTP as upstream's `readOnlyPort`, and the healthz port. [`stats`] has the stats
+//! endpoints both the read-only and the secure port serve.
+
+pub mod stats;
 
 use crate::health::Health;
 use crate::logs::{self, LogOptions};
