@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # control-plane.sh - a real single-machine Kubernetes control plane for cluster mode.
 #
-#   scripts/control-plane.sh build              build etcd and the Kubernetes binaries once per version
+#   scripts/control-plane.sh build              build etcd, the Kubernetes binaries and metrics-server
+#                                               once per version; prints their bin directories
 #   scripts/control-plane.sh start DIR [NODE]   start etcd, kube-apiserver, controller-manager,
-#                                               scheduler and kube-proxy with state under DIR
+#                                               scheduler, kube-proxy and metrics-server with state
+#                                               under DIR
 #   scripts/control-plane.sh stop DIR           stop what `start DIR` started, by the PIDs it wrote
 #   scripts/control-plane.sh status DIR         which components of DIR run (exit 0: all of them)
 #   scripts/control-plane.sh node-kubeconfig DIR NODE
@@ -14,9 +16,11 @@
 # /var/cache/wasmlet/control-plane), so a second build is a few seconds.
 #
 # `start` (as root) links the binaries into DIR/bin, issues certificates with openssl into
-# DIR/pki (kept across restarts), writes DIR/{admin,node,controller-manager,scheduler,kube-proxy}
-# .kubeconfig, starts each component in its own session (log DIR/logs/NAME.log, PID
-# DIR/pids/NAME.pid) and waits until the cluster is usable. NODE defaults to the lower-cased
+# DIR/pki (kept across restarts), writes DIR/{admin,node,controller-manager,scheduler,kube-proxy,
+# metrics-server}.kubeconfig, starts each component in its own session (log DIR/logs/NAME.log, PID
+# DIR/pids/NAME.pid) and waits until the cluster is usable. metrics-server runs on the host as
+# system:metrics-server and serves the metrics.k8s.io APIService (`kubectl top`) through a
+# selector-less Service kube-system/metrics-server whose Endpoints name the node IP. NODE defaults to the lower-cased
 # hostname; it names the node identity (system:node:NODE) and kube-proxy's node. Run again, it
 # starts only what is not running. `stop` TERMs (then KILLs) exactly the PIDs of DIR/pids and
 # runs `kube-proxy --cleanup`; certificates and etcd data stay, so `start DIR` resumes the same
@@ -34,6 +38,8 @@
 #   WASMLET_CP_TIMEOUT=120                seconds each readiness wait may take
 #   WASMLET_CP_STOP_GRACE=15              seconds between SIGTERM and SIGKILL
 #   WASMLET_KUBE_VERSION=v1.35.4, WASMLET_ETCD_VERSION=v3.6.16, WASMLET_CP_CACHE
+#   WASMLET_METRICS_SERVER_VERSION=v0.9.0
+#   WASMLET_CP_METRICS_SERVER_PORT=4443   metrics-server, https on the node IP (the aggregator dials it)
 # None of the ports is one of wasmlet's own (10248, 10250, 10255). Use the same environment for
 # every start of one DIR.
 set -euo pipefail
@@ -42,6 +48,8 @@ KUBE_VERSION="${WASMLET_KUBE_VERSION:-v1.35.4}"
 ETCD_VERSION="${WASMLET_ETCD_VERSION:-v3.6.16}"
 CACHE="${WASMLET_CP_CACHE:-/var/cache/wasmlet/control-plane}"
 BIN_DIR="$CACHE/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION/bin"
+METRICS_SERVER_VERSION="${WASMLET_METRICS_SERVER_VERSION:-v0.9.0}"
+MS_BIN_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION/bin"
 # The Kubernetes commands built from k8s.io/kubernetes; kubelet only for the side-by-side benchmark.
 KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl kubelet)
 
@@ -121,8 +129,42 @@ build_kubernetes() {
   )
 }
 
+# Builds metrics-server: its module has no `replace` lines, so `go install` at a version works.
+build_metrics_server() {
+  local ldflags="-s -w -X sigs.k8s.io/metrics-server/pkg/version.gitVersion=$METRICS_SERVER_VERSION"
+  mkdir -p "$CACHE/src"
+  (
+    cd "$CACHE/src"
+    GOBIN="$MS_BIN_DIR.partial" CGO_ENABLED=0 go install -trimpath -ldflags "$ldflags" \
+      "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+  )
+}
+
+# Prints the directory holding metrics-server, building it first unless it is cached.
+ensure_metrics_server() {
+  if [ -x "$MS_BIN_DIR/metrics-server" ]; then
+    log "cached: $MS_BIN_DIR"
+  else
+    rm -rf "$MS_BIN_DIR.partial"
+    mkdir -p "$MS_BIN_DIR.partial"
+    log "building metrics-server $METRICS_SERVER_VERSION"
+    build_metrics_server
+    rm -rf "$MS_BIN_DIR"
+    mv "$MS_BIN_DIR.partial" "$MS_BIN_DIR"
+    log "built into $MS_BIN_DIR"
+  fi
+  echo "$MS_BIN_DIR"
+}
+
+# Prints the directories holding the binaries `start` links into DIR/bin: the Kubernetes ones
+# and metrics-server (a cache of its own, keyed by its version).
 cmd_build() {
   command -v go >/dev/null || die "go not found: this machine kind provides Go"
+  build_control_plane
+  ensure_metrics_server
+}
+
+build_control_plane() {
   if [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/etcd" ] && [ -x "$BIN_DIR/kubelet" ]; then
     log "cached: $BIN_DIR"
     echo "$BIN_DIR"
@@ -143,13 +185,14 @@ cmd_build() {
 # ------------------------------------------------------------------------------------- start/stop
 # The components `start` runs, in start order; `stop` goes the other way. Each is a binary of
 # DIR/bin, logs to DIR/logs/NAME.log and has its PID in DIR/pids/NAME.pid.
-COMPONENTS=(etcd kube-apiserver kube-proxy kube-controller-manager kube-scheduler)
+COMPONENTS=(etcd kube-apiserver kube-proxy kube-controller-manager kube-scheduler metrics-server)
 
 ETCD_PORT="${WASMLET_CP_ETCD_PORT:-2379}"
 ETCD_PEER_PORT="${WASMLET_CP_ETCD_PEER_PORT:-2380}"
 APISERVER_PORT="${WASMLET_CP_APISERVER_PORT:-6443}"
 CONTROLLER_MANAGER_PORT="${WASMLET_CP_CONTROLLER_MANAGER_PORT:-10257}"
 SCHEDULER_PORT="${WASMLET_CP_SCHEDULER_PORT:-10259}"
+METRICS_SERVER_PORT="${WASMLET_CP_METRICS_SERVER_PORT:-4443}"
 PROXY_METRICS_PORT="${WASMLET_CP_PROXY_METRICS_PORT:-10249}"
 PROXY_HEALTHZ_PORT="${WASMLET_CP_PROXY_HEALTHZ_PORT:-10256}"
 SERVICE_CIDR="${WASMLET_SERVICE_CIDR:-10.96.0.0/16}"
@@ -512,9 +555,11 @@ cmd_start() {
   mkdir -p "$DIR"/{bin,logs,pids}
   mkdir -p "$PKI" "$DIR/etcd"
   chmod 700 "$PKI" "$DIR/etcd"
-  local bin_dir f
-  bin_dir=$(cmd_build)
-  for f in "$bin_dir"/*; do ln -sfn "$f" "$DIR/bin/${f##*/}"; done
+  local bin_dirs bin_dir f
+  bin_dirs=$(cmd_build)
+  while IFS= read -r bin_dir; do
+    for f in "$bin_dir"/*; do ln -sfn "$f" "$DIR/bin/${f##*/}"; done
+  done <<<"$bin_dirs"
 
   # Idempotence: what runs stays; a cluster of another node is not silently renamed.
   local name pid running=() previous_node
@@ -552,11 +597,16 @@ cmd_start() {
   ensure_cert kube-proxy "/CN=system:kube-proxy" clientAuth
   ensure_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
   ensure_cert front-proxy-client "/CN=front-proxy-client" clientAuth "" front-proxy-ca
+  ensure_cert metrics-server "/CN=system:metrics-server" clientAuth
+  # The aggregator checks the name of the Service it dials through (aggregator routing).
+  ensure_cert metrics-server-serving "/CN=metrics-server" serverAuth \
+    "IP:$node_ip,DNS:metrics-server.kube-system.svc"
   write_kubeconfig "$DIR/admin.kubeconfig" admin admin
   write_kubeconfig "$DIR/node.kubeconfig" node "system:node:$node"
   write_kubeconfig "$DIR/controller-manager.kubeconfig" controller-manager system:kube-controller-manager
   write_kubeconfig "$DIR/scheduler.kubeconfig" scheduler system:kube-scheduler
   write_kubeconfig "$DIR/kube-proxy.kubeconfig" kube-proxy system:kube-proxy
+  write_kubeconfig "$DIR/metrics-server.kubeconfig" metrics-server system:metrics-server
   echo "$node" >"$DIR/node-name"
 
   # etcd, on loopback only.
@@ -594,7 +644,8 @@ cmd_start() {
       --requestheader-group-headers X-Remote-Group \
       --requestheader-extra-headers-prefix X-Remote-Extra- \
       --proxy-client-cert-file "$PKI/front-proxy-client.crt" \
-      --proxy-client-key-file "$PKI/front-proxy-client.key"
+      --proxy-client-key-file "$PKI/front-proxy-client.key" \
+      --enable-aggregator-routing=true
   fi
   wait_for kube-apiserver "kube-apiserver /readyz on :$APISERVER_PORT" admin_kubectl get --raw /readyz
 
@@ -644,8 +695,141 @@ cmd_start() {
     https_get 127.0.0.1 "$SCHEDULER_PORT" /healthz
   wait_for kube-proxy "kube-proxy's first iptables sync" proxy_synced
 
+  start_metrics_server "$node_ip"
+
   log "control plane of node $node running in $DIR (apiserver https://$node_ip:$APISERVER_PORT)"
   print_kubeconfigs
+}
+
+# metrics-server as its manifests set it up (RBAC, the APIService), but on the host: its identity
+# is the client cert system:metrics-server rather than a ServiceAccount, and the Service that the
+# APIService names has no selector; its Endpoints (mirrored to an EndpointSlice by the
+# controller-manager) point at the node IP, which kube-apiserver dials directly
+# (--enable-aggregator-routing). It scrapes each node's kubelet port from the Node's status; the
+# kubelets serve self-signed certificates, hence --kubelet-insecure-tls.
+start_metrics_server() {
+  local node_ip=$1
+  # First its RBAC: metrics-server exits at once if it cannot read the requestheader CA.
+  # kubectl's warnings (Endpoints are deprecated) and errors go to metrics-server's log.
+  metrics_server_objects "$node_ip" |
+    admin_kubectl apply -f - >/dev/null 2>>"$DIR/logs/metrics-server.log" ||
+    fail metrics-server "could not register its RBAC, Service, Endpoints and APIService"
+  wait_for kube-apiserver "RBAC of system:metrics-server" admin_kubectl auth can-i get \
+    configmaps/extension-apiserver-authentication -n kube-system --as system:metrics-server
+  if ! running_pid metrics-server >/dev/null; then
+    check_port_free metrics-server "$METRICS_SERVER_PORT" WASMLET_CP_METRICS_SERVER_PORT
+    launch metrics-server \
+      --kubeconfig "$DIR/metrics-server.kubeconfig" \
+      --authentication-kubeconfig "$DIR/metrics-server.kubeconfig" \
+      --authorization-kubeconfig "$DIR/metrics-server.kubeconfig" \
+      --bind-address "$node_ip" --secure-port "$METRICS_SERVER_PORT" \
+      --tls-cert-file "$PKI/metrics-server-serving.crt" \
+      --tls-private-key-file "$PKI/metrics-server-serving.key" \
+      --kubelet-insecure-tls \
+      --kubelet-preferred-address-types=InternalIP \
+      --kubelet-use-node-status-port \
+      --metric-resolution=15s
+  fi
+  wait_for metrics-server "APIService v1beta1.metrics.k8s.io Available" metrics_api_available
+}
+
+metrics_api_available() {
+  [ "$(admin_kubectl get apiservice v1beta1.metrics.k8s.io \
+    -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" = True ]
+}
+
+# The objects of metrics-server's manifests that it needs off-cluster, as YAML.
+metrics_server_objects() {
+  local node_ip=$1
+  cat <<YAML
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:aggregated-metrics-reader
+  labels:
+    k8s-app: metrics-server
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+rules:
+- apiGroups: [metrics.k8s.io]
+  resources: [pods, nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: system:metrics-server
+  labels: {k8s-app: metrics-server}
+rules:
+- apiGroups: [""]
+  resources: [nodes/metrics]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [pods, nodes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: system:metrics-server
+  labels: {k8s-app: metrics-server}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:metrics-server}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: metrics-server:system:auth-delegator
+  labels: {k8s-app: metrics-server}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: system:auth-delegator}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: metrics-server-auth-reader
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: system:metrics-server}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+spec:
+  ports:
+  - {name: https, port: 443, protocol: TCP, targetPort: $METRICS_SERVER_PORT}
+---
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: metrics-server
+  namespace: kube-system
+  labels: {k8s-app: metrics-server}
+subsets:
+- addresses: [{ip: "$node_ip"}]
+  ports: [{name: https, port: $METRICS_SERVER_PORT, protocol: TCP}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+  labels: {k8s-app: metrics-server}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  caBundle: $(base64 -w0 "$PKI/ca.crt")
+YAML
 }
 
 # The last lines on stdout are for the caller: `eval "$(scripts/control-plane.sh start DIR)"`.
@@ -682,7 +866,7 @@ cmd_stop() {
   lock_dir
   # wasmlet first (scripts/run-cluster.sh records it here too), then the reverse start order,
   # then any other PID file a caller left.
-  local name f order=(wasmlet kube-scheduler kube-controller-manager kube-proxy kube-apiserver etcd)
+  local name f order=(wasmlet metrics-server kube-scheduler kube-controller-manager kube-proxy kube-apiserver etcd)
   local had_proxy=0
   [ -f "$DIR/pids/kube-proxy.pid" ] && had_proxy=1
   for name in "${order[@]}"; do stop_component "$name"; done

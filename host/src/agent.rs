@@ -153,13 +153,24 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         node: node_view.clone(),
         probe_metrics: prober.metrics.clone(),
     };
+    // The connection is lazy: nothing waits for the runtime here.
+    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
+    let stats = server::stats::StatsState::new(
+        cri.clone(),
+        config.node_name.clone(),
+        config.root_dir.clone(),
+        PathBuf::from(&kubelet.pod_logs_dir),
+    );
+    // One router (one CPU sampler) for both ports.
+    let stats = server::stats::router(stats);
     if kubelet.read_only_port != 0 {
         let ip: IpAddr = kubelet
             .address
             .parse()
             .unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let addr = SocketAddr::new(ip, kubelet.read_only_port);
-        server::serve(addr, server::read_only_router(state.clone()))
+        let router = server::read_only_router(state.clone()).merge(stats.clone());
+        server::serve(addr, router)
             .await
             .map_err(|source| StartError::Bind {
                 what: "readOnlyPort",
@@ -170,9 +181,9 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     }
     if kubelet.port != 0 {
         let secure = crate::secure_port::SecurePort::new(&config, clients.as_ref())?;
-        // The seam for more authenticated routes (exec/attach/portForward, stats): routers
-        // with their state applied, merged here behind the same filter.
-        let extra = axum::Router::new();
+        // More authenticated routes (exec/attach/portForward, stats): routers with their
+        // state applied, merged behind the same filter.
+        let extra = stats;
         secure.serve(state.clone(), extra).await?;
     }
     if kubelet.healthz_port != 0 {
@@ -191,7 +202,6 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         info!(%addr, "serving healthz");
     }
 
-    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
     let (runtime_name, runtime_version) =
         wait_for_runtime(&cri, &kubelet.container_runtime_endpoint).await;
 

@@ -71,10 +71,15 @@ pub fn declared_ports(pod: &Pod) -> Vec<u16> {
 /// `<podLogsDir>/<namespace>_<name>_<uid>`, upstream's layout.
 pub fn log_directory(pod_logs_dir: &Path, pod: &Pod) -> PathBuf {
     let meta = &pod.metadata;
-    pod_logs_dir.join(format!(
-        "{}_{}_{}",
+    log_directory_of(
+        pod_logs_dir,
         meta.namespace.as_deref().unwrap_or("default"),
         meta.name.as_deref().unwrap_or(""),
-        meta.uid.as_deref().unwrap_or("")
-    ))
+        meta.uid.as_deref().unwrap_or(""),
+    )
+}
+
+/// [`log_directory`] from the names the runtime's sandbox carries.
+pub fn log_directory_of(pod_logs_dir: &Path, namespace: &str, name: &str, uid: &str) -> PathBuf {
+    pod_logs_dir.join(format!("{namespace}_{name}_{uid}"))
 }

@@ -3,6 +3,9 @@
 //! `/manifests`, `/plugins`, `/node`, `/evictions`) and the healthz port. Container logs and
 //! the other debugging endpoints are on the authenticated port only (`secure_port`); here they
 //! answer 405 as upstream's read-only server does.
+//! [`stats`] has the stats endpoints both the read-only and the secure port serve.
+
+pub mod stats;
 
 use crate::health::Health;
 use crate::source::SourceSnapshot;

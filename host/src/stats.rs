@@ -1,14 +1,19 @@
-//! Every reading the node takes of itself: statvfs of its filesystems, the cgroup v1/v2 memory
-//! and pid counters, /proc, and the runtime's container stats. The eviction manager, GC and the
-//! node facts read through here (as the Summary API will), so that each number is measured one
-//! way, the way upstream's kubelet measures it through cadvisor and CRI.
+//! Every reading the node takes of itself: statvfs of its filesystems, the cgroup v1/v2 memory,
+//! CPU and pid counters, /proc, and the runtime's container stats. The eviction manager, GC, the
+//! node facts and the Summary API ([`summary`], [`resource_metrics`]) read through here, so that
+//! each number is measured one way, the way upstream's kubelet measures it through cadvisor and
+//! CRI.
 //!
 //! Removing pod cgroups is not a reading: it stays with the cgroup manager in [`crate::cgroups`].
 
 pub mod cgroup;
+pub mod cpu;
 pub mod fs;
+pub mod network;
 pub mod node;
 pub mod pod;
+pub mod resource_metrics;
+pub mod summary;
 
 use crate::cri::CriError;
 use std::io;

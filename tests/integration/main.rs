@@ -17,4 +17,5 @@ mod probes;
 mod restart_safety;
 mod restarts;
 mod secure_port;
+mod stats;
 mod volumes;

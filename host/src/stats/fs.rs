@@ -14,6 +14,8 @@ pub struct FsStats {
     pub capacity_bytes: u64,
     /// Available to unprivileged users (`f_bavail`), as cadvisor reports it.
     pub available_bytes: u64,
+    /// In use (`f_blocks - f_bfree`), cadvisor's `Usage` of a filesystem.
+    pub used_bytes: u64,
     /// Total inodes (`f_files`).
     pub inodes: u64,
     /// Free inodes (`f_ffree`).
@@ -52,6 +54,9 @@ pub fn of(path: &Path) -> Result<FsStats, StatsError> {
     Ok(FsStats {
         capacity_bytes: (raw.f_blocks as u64).saturating_mul(block),
         available_bytes: (raw.f_bavail as u64).saturating_mul(block),
+        used_bytes: (raw.f_blocks as u64)
+            .saturating_sub(raw.f_bfree as u64)
+            .saturating_mul(block),
         inodes: raw.f_files as u64,
         inodes_free: raw.f_ffree as u64,
     })
@@ -80,6 +85,7 @@ mod tests {
         let stats = of(Path::new("/")).expect("statvfs /");
         assert!(stats.capacity_bytes > 0);
         assert!(stats.available_bytes <= stats.capacity_bytes);
+        assert!(stats.used_bytes <= stats.capacity_bytes);
         assert!(stats.usage_percent() <= 100);
     }
 

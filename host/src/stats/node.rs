@@ -3,7 +3,7 @@
 //! inactive_file), which is not /proc/meminfo's MemAvailable; pid.available is the PID limit
 //! minus the processes running.
 
-use super::cgroup::{is_v1, parse_memory_stat};
+use super::cgroup::{is_v1, parse_memory_stat, MemoryCounters};
 use super::{read, read_number, StatsError};
 use crate::cgroups::CGROUP_ROOT;
 use std::collections::HashMap;
@@ -17,6 +17,8 @@ const MEMINFO: &str = "/proc/meminfo";
 pub struct MemoryStats {
     /// `MemTotal`.
     pub capacity: u64,
+    /// All memory in use, page cache included.
+    pub usage: u64,
     /// Usage minus inactive_file: what cannot be reclaimed without pressure.
     pub working_set: u64,
 }
@@ -74,6 +76,7 @@ pub fn memory_v1(
         .unwrap_or(0);
     Ok(MemoryStats {
         capacity,
+        usage,
         working_set: usage.saturating_sub(inactive),
     })
 }
@@ -91,6 +94,7 @@ pub fn memory_v2(meminfo: &str, root_memory_stat: Option<&str>) -> Result<Memory
     };
     Ok(MemoryStats {
         capacity,
+        usage,
         working_set: usage.saturating_sub(inactive),
     })
 }
@@ -109,6 +113,50 @@ pub fn memory() -> Result<MemoryStats, StatsError> {
         let stat = std::fs::read_to_string(Path::new(CGROUP_ROOT).join("memory.stat")).ok();
         memory_v2(&meminfo, stat.as_deref())
     }
+}
+
+/// The node's RSS and page faults: the root cgroup's memory.stat, or on a cgroup v2 root
+/// without one, /proc/vmstat's fault counters.
+pub fn memory_counters() -> MemoryCounters {
+    let v1 = is_v1();
+    let stat_file = if v1 {
+        v1_root().join("memory.stat")
+    } else {
+        Path::new(CGROUP_ROOT).join("memory.stat")
+    };
+    if let Ok(stat) = std::fs::read_to_string(stat_file) {
+        return MemoryCounters::of(&parse_memory_stat(&stat), v1);
+    }
+    let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    let vmstat = parse_memory_stat(&vmstat);
+    MemoryCounters {
+        rss: None,
+        page_faults: vmstat.get("pgfault").copied(),
+        major_page_faults: vmstat.get("pgmajfault").copied(),
+    }
+}
+
+/// The node's swap: (`SwapTotal`, `SwapFree`) of /proc/meminfo, in bytes.
+pub fn swap() -> Result<(u64, u64), StatsError> {
+    let info = parse_meminfo(&read(Path::new(MEMINFO))?);
+    Ok((
+        meminfo_field(&info, "SwapTotal")?,
+        meminfo_field(&info, "SwapFree")?,
+    ))
+}
+
+/// When the machine booted (`btime` of /proc/stat): the start of the node's counters, the
+/// Summary API's node `startTime`.
+pub fn boot_time() -> Result<std::time::SystemTime, StatsError> {
+    let path = Path::new("/proc/stat");
+    let seconds = read(path)?
+        .lines()
+        .find_map(|line| line.strip_prefix("btime ")?.trim().parse::<u64>().ok())
+        .ok_or_else(|| StatsError::MissingField {
+            path: path.to_path_buf(),
+            field: "btime",
+        })?;
+    Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
 }
 
 /// `pid.available`'s inputs: the PID limit (the smaller of pid_max and threads-max) and the
@@ -175,6 +223,12 @@ mod tests {
     fn the_live_node_is_measurable() {
         let stats = memory().expect("node memory");
         assert!(stats.capacity > 0 && stats.working_set <= stats.capacity);
+        assert!(stats.working_set <= stats.usage);
+        assert!(memory_counters().page_faults.is_some());
+        let (total, free) = swap().expect("swap");
+        assert!(free <= total);
+        let booted = boot_time().expect("btime");
+        assert!(booted < std::time::SystemTime::now());
         let (max, running) = pids().expect("pids");
         assert!(max > running && running > 0);
     }

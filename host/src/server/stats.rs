@@ -1,0 +1,109 @@
+//! The stats endpoints, served on the secure port and the read-only port as upstream serves
+//! them (`pkg/kubelet/server/stats/handler.go`, `metrics/collectors/resource_metrics.go`):
+//! `GET`/`POST /stats/summary` (the Summary API, `?only_cpu_and_memory=true` for the cheap part)
+//! and `GET /metrics/resource` (what metrics-server scrapes).
+
+use crate::cri::CriClient;
+use crate::stats::resource_metrics;
+use crate::stats::summary::SummaryProvider;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What the stats handlers read: one provider, whose CPU samples persist across requests (the
+/// `usageNanoCores` rate is computed between them).
+#[derive(Clone)]
+pub struct StatsState {
+    /// Builds the Summary.
+    pub summary: Arc<SummaryProvider>,
+}
+
+impl StatsState {
+    /// The stats of the pods of `node_name` in the runtime behind `cri`, with the kubelet's
+    /// `--root-dir` (nodefs, volumes) and `podLogsDir`.
+    pub fn new(
+        cri: CriClient,
+        node_name: impl Into<String>,
+        root_dir: impl Into<PathBuf>,
+        pod_logs_dir: impl Into<PathBuf>,
+    ) -> Self {
+        StatsState {
+            summary: Arc::new(SummaryProvider::new(cri, node_name, root_dir, pod_logs_dir)),
+        }
+    }
+}
+
+/// `/stats/summary` and `/metrics/resource`, with their state.
+pub fn router(state: StatsState) -> Router {
+    Router::new()
+        .route("/stats/summary", get(summary).post(summary))
+        .route("/metrics/resource", get(resource))
+        .with_state(state)
+}
+
+/// Whether the query asks for CPU and memory only: exactly one `only_cpu_and_memory=true`, as
+/// upstream's handler checks it.
+fn only_cpu_and_memory(query: Option<&str>) -> bool {
+    let values: Vec<&str> = query
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .filter(|(key, _)| *key == "only_cpu_and_memory")
+        .map(|(_, value)| value)
+        .collect();
+    values == ["true"]
+}
+
+async fn summary(State(state): State<StatsState>, RawQuery(query): RawQuery) -> Response {
+    match state
+        .summary
+        .get(only_cpu_and_memory(query.as_deref()))
+        .await
+    {
+        Ok(summary) => Json(summary).into_response(),
+        Err(error) => {
+            tracing::error!(path = "/stats/summary", %error, "cannot build the stats summary");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Internal Error: {error}"),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn resource(State(state): State<StatsState>) -> Response {
+    let summary = match state.summary.get(true).await {
+        Ok(summary) => Some(summary),
+        Err(error) => {
+            tracing::error!(path = "/metrics/resource", %error, "cannot read resource metrics");
+            None
+        }
+    };
+    (
+        [(header::CONTENT_TYPE, resource_metrics::CONTENT_TYPE)],
+        resource_metrics::encode(summary.as_ref()),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exactly_one_true_asks_for_cpu_and_memory() {
+        assert!(only_cpu_and_memory(Some("only_cpu_and_memory=true")));
+        assert!(only_cpu_and_memory(Some("x=1&only_cpu_and_memory=true")));
+        assert!(!only_cpu_and_memory(None));
+        assert!(!only_cpu_and_memory(Some("only_cpu_and_memory=1")));
+        assert!(!only_cpu_and_memory(Some("only_cpu_and_memory")));
+        assert!(!only_cpu_and_memory(Some(
+            "only_cpu_and_memory=true&only_cpu_and_memory=true"
+        )));
+    }
+}
