@@ -16,4 +16,5 @@ mod pods;
 mod probes;
 mod restart_safety;
 mod restarts;
+mod streaming;
 mod volumes;
