@@ -8,6 +8,7 @@ use crate::harness::{cri_socket, Node};
 use futures::{SinkExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
+use std::future::IntoFuture;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,17 +24,39 @@ const IMAGE: &str = "docker.io/library/busybox:local";
 
 fn pods_yaml() -> String {
     format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: stream\nspec:\n  containers:\n\
-         - name: shell\n    image: {IMAGE}\n    command: [sleep, '3600']\n\
-         - name: echo\n    image: {IMAGE}\n    stdin: true\n    command: [cat]\n\
-         - name: web\n    image: {IMAGE}\n    command: [sh, -c, 'mkdir -p /www && echo hello-from-httpd > /www/index.html && exec httpd -f -p 8080 -h /www']\n"
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: stream
+spec:
+  containers:
+  - name: shell
+    image: {IMAGE}
+    command: [sleep, '3600']
+  - name: echo
+    image: {IMAGE}
+    stdin: true
+    command: [cat]
+  - name: web
+    image: {IMAGE}
+    command: [sh, -c, 'mkdir -p /www && echo hello-from-httpd > /www/index.html && exec httpd -f -p 8080 -h /www']
+"#
     )
 }
 
 fn finished_yaml() -> String {
     format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: finished\nspec:\n  restartPolicy: Never\n  containers:\n\
-         - name: main\n    image: {IMAGE}\n    command: ['true']\n"
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: finished
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: {IMAGE}
+    command: ['true']
+"#
     )
 }
 
@@ -189,7 +212,7 @@ fn text(channels: &HashMap<u8, Vec<u8>>, channel: u8) -> String {
     .into_owned()
 }
 
-fn status(channels: &HashMap<u8, Vec<u8>>) -> serde_json::Value {
+fn exit_status(channels: &HashMap<u8, Vec<u8>>) -> serde_json::Value {
     serde_json::from_str(&text(channels, 3))
         .unwrap_or_else(|e| panic!("no status on the error channel ({e}): {channels:?}"))
 }
@@ -265,11 +288,11 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         assert_eq!(status, *code, "{path}: {body}");
         assert!(body.contains(message), "{path}: {body}");
     }
-    let (status, body) = s.raw("POST", &format!("/run/default/nope/shell?cmd=true"), "none");
+    let (status, body) = s.raw("POST", "/run/default/nope/shell?cmd=true", "none");
     assert_eq!(status, 404, "{body}");
 
     // SPDY: the upgrade is relayed with the protocol version containerd chose.
-    let (status, _) = {
+    {
         let mut socket = std::net::TcpStream::connect(s.addr).expect("connect");
         socket
             .set_read_timeout(Some(Duration::from_secs(10)))
@@ -293,9 +316,7 @@ fn exec_attach_port_forward_and_run_through_containerd() {
             "{head}"
         );
         assert!(head.contains("upgrade: spdy/3.1"), "{head}");
-        (101, ())
-    };
-    assert_eq!(status, 101);
+    }
     s.wait_idle();
 
     s.runtime.block_on(async {
@@ -313,7 +334,7 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         let mut ws = connect(&url, "v4.channel.k8s.io").await;
         let out = collect(&mut ws, |_| false).await;
         assert_eq!(text(&out, 1), "hello\n", "{out:?}");
-        assert_eq!(status(&out)["status"], "Success", "{out:?}");
+        assert_eq!(exit_status(&out)["status"], "Success", "{out:?}");
 
         // The exit status of a failing command.
         let url = s.url(
@@ -330,7 +351,7 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         let mut ws = connect(&url, "v4.channel.k8s.io").await;
         let out = collect(&mut ws, |_| false).await;
         assert_eq!(text(&out, 2), "oops\n", "{out:?}");
-        let st = status(&out);
+        let st = exit_status(&out);
         assert_eq!(st["status"], "Failure", "{st}");
         assert_eq!(st["reason"], "NonZeroExitCode", "{st}");
         assert_eq!(st["details"]["causes"][0]["reason"], "ExitCode", "{st}");
@@ -355,15 +376,43 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         let out = collect(&mut ws, |_| false).await;
         assert_eq!(text(&out, 1), "got:ping\n", "{out:?}");
 
-        // A terminal.
+        // An interactive terminal, as `kubectl exec -it`: a resize, then input typed into a
+        // shell whose answer differs from the terminal's echo of it.
         let url = s.url(
             "ws",
             &format!("/exec/{pod}/shell"),
-            &[("command", "tty"), ("output", "1"), ("tty", "1")],
+            &[
+                ("command", "sh"),
+                ("input", "1"),
+                ("output", "1"),
+                ("tty", "1"),
+            ],
         );
         let mut ws = connect(&url, "v4.channel.k8s.io").await;
+        ws.send(Message::binary(
+            b"\x04{\"Width\":91,\"Height\":37}".to_vec(),
+        ))
+        .await
+        .expect("resize");
+        // The runtime applies a resize on its own goroutine.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        ws.send(Message::binary(
+            b"\x00echo size=$(stty size) tty=$(tty) sum=$((6*7))\n".to_vec(),
+        ))
+        .await
+        .expect("stdin");
+        let out = collect(&mut ws, |c| text(c, 1).contains("sum=42")).await;
+        let screen = text(&out, 1);
+        assert!(screen.contains("size=37 91 tty=/dev/pts/"), "{screen:?}");
+        ws.send(Message::binary(b"\x00exit 5\n".to_vec()))
+            .await
+            .expect("stdin");
         let out = collect(&mut ws, |_| false).await;
-        assert!(text(&out, 1).starts_with("/dev/pts/"), "{out:?}");
+        assert_eq!(
+            exit_status(&out)["details"]["causes"][0]["message"],
+            "5",
+            "{out:?}"
+        );
 
         // attach: what goes to cat's stdin comes back on its stdout.
         let url = s.url(
@@ -405,10 +454,9 @@ fn exec_attach_port_forward_and_run_through_containerd() {
             .await
             .expect("request");
             let out = collect(&mut ws, |c| text(c, 0).contains("hello-from-httpd")).await;
-            let data = out.get(&0).map(|d| &d[2..]).unwrap_or_default();
-            let response = String::from_utf8_lossy(data);
+            let response = text(&out, 0);
             if response.contains("hello-from-httpd") {
-                assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+                assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
                 break;
             }
             // httpd may not listen yet: the error channel says why.
@@ -423,7 +471,7 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         let url = s.url(
             "ws",
             &format!("/exec/{pod}/shell"),
-            &[("command", "sleep"), ("command", "301"), ("output", "1")],
+            &[("command", "sleep"), ("command", "60"), ("output", "1")],
         );
         let mut sessions = Vec::new();
         for _ in 0..20 {
@@ -436,13 +484,7 @@ fn exec_attach_port_forward_and_run_through_containerd() {
         drop(sessions);
     });
     s.wait_idle();
-    // containerd ends an exec whose stream is gone.
-    node.wait_for(
-        "the abandoned execs to end",
-        Duration::from_secs(20),
-        |_| {
-            let (status, body) = s.raw("POST", &format!("/run/{pod}/shell?cmd=ps"), "none");
-            (status == 200 && !body.contains("sleep 301")).then_some(())
-        },
-    );
+    // containerd 1.6 lets an exec without stdin run on when its stream is gone (upstream's
+    // kubelet proxies the same runtime): what wasmlet owes is that nothing of the stream is left
+    // here, which `wait_idle` checked.
 }
