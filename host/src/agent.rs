@@ -183,7 +183,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         let secure = crate::secure_port::SecurePort::new(&config, clients.as_ref())?;
         // More authenticated routes (exec/attach/portForward, stats): routers with their
         // state applied, merged behind the same filter.
-        let extra = stats;
+        let streaming = crate::streaming::StreamingState::new(cri.clone(), state.store.clone());
+        let extra = stats.merge(crate::streaming::router(streaming));
         secure.serve(state.clone(), extra).await?;
     }
     if kubelet.healthz_port != 0 {

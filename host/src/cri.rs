@@ -3,7 +3,7 @@
 
 pub mod client;
 
-pub use client::{CriClient, CriError, Labels};
+pub use client::{CriClient, CriError, Labels, StreamOptions};
 
 /// CRI v1 (`runtime.v1`) generated from proto/runtime/v1/api.proto.
 #[allow(clippy::all, missing_docs)]

@@ -36,6 +36,7 @@ pub mod server;
 pub mod source;
 pub mod stats;
 pub mod status;
+pub mod streaming;
 pub mod syncloop;
 pub mod terminal;
 pub mod timestamps;

@@ -410,6 +410,20 @@ impl StatusStore {
         self.lock().get(uid).cloned()
     }
 
+    /// The pod named `namespace/name`, as upstream's `GetPodByName` finds it for the
+    /// streaming endpoints, without copying every other pod. While a deleted pod and its
+    /// successor of the same name are both known, the successor.
+    pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Pod> {
+        self.lock()
+            .values()
+            .filter(|p| {
+                p.metadata.namespace.as_deref() == Some(namespace)
+                    && p.metadata.name.as_deref() == Some(name)
+            })
+            .max_by_key(|p| p.metadata.deletion_timestamp.is_none())
+            .cloned()
+    }
+
     /// Marks the status stale (the runtime stopped answering) or fresh again.
     pub fn set_stale(&self, stale: bool) {
         let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());

@@ -18,4 +18,5 @@ mod restart_safety;
 mod restarts;
 mod secure_port;
 mod stats;
+mod streaming;
 mod volumes;

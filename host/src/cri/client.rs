@@ -115,6 +115,19 @@ pub const STOP_ESCALATION: Duration = Duration::from_secs(10);
 /// Label selectors for list calls, as CRI takes them.
 pub type Labels = HashMap<String, String>;
 
+/// Which standard streams an exec or attach session carries, as CRI's requests name them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// The client sends input.
+    pub stdin: bool,
+    /// The client reads standard output.
+    pub stdout: bool,
+    /// The client reads standard error (never with `tty`: a terminal merges it into stdout).
+    pub stderr: bool,
+    /// The process gets a terminal.
+    pub tty: bool,
+}
+
 impl CriClient {
     /// Connects lazily: the first call dials, and a broken connection is redialled on the next.
     pub fn connect(socket: impl Into<PathBuf>, timeout: Duration) -> Result<Self, CriError> {
@@ -365,6 +378,52 @@ impl CriClient {
             "ExecSync",
             self.timeout + timeout
         )
+    }
+
+    /// `Exec`: a one-time URL on the runtime's streaming server that runs `cmd` in container
+    /// `id` once a client upgrades to it (upstream's `GetExec`); wasmlet proxies the stream.
+    pub async fn exec(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        streams: StreamOptions,
+    ) -> Result<String, CriError> {
+        let request = api::ExecRequest {
+            container_id: id.into(),
+            cmd,
+            tty: streams.tty,
+            stdin: streams.stdin,
+            stdout: streams.stdout,
+            stderr: streams.stderr,
+        };
+        Ok(call!(self.runtime.exec(request), "Exec")?.url)
+    }
+
+    /// `Attach`: a one-time streaming URL attached to the main process of container `id`.
+    pub async fn attach(&self, id: &str, streams: StreamOptions) -> Result<String, CriError> {
+        let request = api::AttachRequest {
+            container_id: id.into(),
+            stdin: streams.stdin,
+            tty: streams.tty,
+            stdout: streams.stdout,
+            stderr: streams.stderr,
+        };
+        Ok(call!(self.runtime.attach(request), "Attach")?.url)
+    }
+
+    /// `PortForward`: a one-time streaming URL forwarding into the network namespace of
+    /// sandbox `sandbox_id`. `ports` is what a WebSocket client asked for in its query; SPDY
+    /// clients name their ports per stream and pass none.
+    pub async fn port_forward(
+        &self,
+        sandbox_id: &str,
+        ports: Vec<i32>,
+    ) -> Result<String, CriError> {
+        let request = api::PortForwardRequest {
+            pod_sandbox_id: sandbox_id.into(),
+            port: ports,
+        };
+        Ok(call!(self.runtime.port_forward(request), "PortForward")?.url)
     }
 
     /// The image if present locally; `None` when the runtime does not have it.
