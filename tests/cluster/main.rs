@@ -14,6 +14,7 @@ mod api_objects;
 mod control_plane_outage;
 mod events;
 mod eviction;
+mod kubelet_api;
 mod node;
 mod pods;
 mod static_pods;
