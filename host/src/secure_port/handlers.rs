@@ -99,20 +99,21 @@ pub async fn container_logs(
             format!("container {container:?} in pod {pod_name:?} is waiting to start"),
         );
     };
-    let attempt =
-        if options.previous {
-            match restart_count.checked_sub(1) {
-                Some(previous) => previous,
-                None => return error(
+    let attempt = if options.previous {
+        match restart_count.checked_sub(1) {
+            Some(previous) => previous,
+            None => {
+                return error(
                     StatusCode::BAD_REQUEST,
                     format!(
                         "previous terminated container {container:?} in pod {pod_name:?} not found"
                     ),
-                ),
+                )
             }
-        } else {
-            restart_count
-        };
+        }
+    } else {
+        restart_count
+    };
     let dir = crate::podutil::log_directory(&state.pod_logs_dir, pod);
     let file = logs::log_file(&dir, &container, attempt);
     if !file.exists() {

@@ -109,7 +109,10 @@ fn a_client_certificate_names_user_and_groups() {
     let user = client_user(&client_cert("admin", &["system:masters"])).unwrap();
     assert_eq!(user.name, "admin");
     assert_eq!(user.groups, ["system:masters"]);
-    assert!(client_user(&client_cert("node", &[])).unwrap().groups.is_empty());
+    assert!(client_user(&client_cert("node", &[]))
+        .unwrap()
+        .groups
+        .is_empty());
     assert_eq!(
         client_user(&client_cert("", &["x"])),
         None,
