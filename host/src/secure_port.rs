@@ -9,7 +9,7 @@
 //! The lead's call:
 //! ```ignore
 //! let secure = SecurePort::new(&config, clients.as_ref())?;         // certificates, authn, authz
-//! let handle = secure.serve(state.clone(), extra_routes).await?;    // bind `address:port`, serve
+//! let (addr, task) = secure.serve(state.clone(), extra_routes).await?; // bind, serve
 //! ```
 
 pub mod authn;
@@ -210,12 +210,13 @@ impl SecurePort {
             ))
     }
 
-    /// Binds `address:port` and serves [`SecurePort::app`] in the background.
+    /// Binds `address:port` and serves [`SecurePort::app`] in the background; returns the
+    /// address bound and the accept loop's task.
     pub async fn serve(
         self,
         state: ServerState,
         extra: Router,
-    ) -> Result<tokio::task::JoinHandle<()>, SecurePortError> {
+    ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), SecurePortError> {
         let app = self.app(state, extra);
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
@@ -225,7 +226,10 @@ impl SecurePort {
             })?;
         let addr = listener.local_addr().unwrap_or(self.addr);
         info!(%addr, "serving the secure port");
-        Ok(tokio::spawn(listener::accept_loop(listener, self.tls, app)))
+        Ok((
+            addr,
+            tokio::spawn(listener::accept_loop(listener, self.tls, app)),
+        ))
     }
 }
 

@@ -154,3 +154,69 @@ async fn anonymous_requests_when_enabled_are_still_authorized() {
         .app(server_state(dir.path()), Router::new());
     assert_eq!(get(&app, "/pods", None).await.0, StatusCode::OK);
 }
+
+/// The listener serves HTTP/1.1 over TLS with upgrades: a handler in `extra` takes the
+/// connection over, as exec and port-forward do.
+#[tokio::test]
+async fn upgrades_pass_through_tls_and_the_filter() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let config = node_config(
+        dir.path(),
+        "address: 127.0.0.1\nauthentication: {anonymous: {enabled: true}}\nauthorization: {mode: AlwaysAllow}\n",
+    );
+    let upgrade = |mut request: axum::extract::Request| async move {
+        let on_upgrade = hyper::upgrade::on(&mut request);
+        tokio::spawn(async move {
+            let mut io = hyper_util::rt::TokioIo::new(on_upgrade.await.unwrap());
+            let mut buf = [0u8; 4];
+            io.read_exact(&mut buf).await.unwrap();
+            io.write_all(&buf).await.unwrap();
+        });
+        axum::response::Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "Upgrade")
+            .header("upgrade", "echo")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let extra = Router::new().route("/echo", axum::routing::post(upgrade));
+    let port = SecurePort::with_reviewers(&config, None).unwrap();
+    let (addr, task) = port.serve(server_state(dir.path()), extra).await.unwrap();
+
+    // Trust the node's self-signed certificate (its SANs hold the node IP, 127.0.0.1 here).
+    let served = std::fs::read(dir.path().join("root/pki/kubelet.crt")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::pem::PemObject::from_pem_slice(&served).unwrap())
+        .unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(client))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    tls.write_all(b"POST /echo HTTP/1.1\r\nHost: node-a\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        tls.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    tls.write_all(b"ping").await.unwrap();
+    let mut echoed = [0u8; 4];
+    tls.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"ping");
+    task.abort();
+}
