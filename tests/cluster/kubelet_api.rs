@@ -24,7 +24,7 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     ));
     c.wait_pod_phase(&node, &ns, "web", "Running");
 
-    let logs = c.wait_for(&node, "kubectl logs", Duration::from_secs(20), || {
+    let logs = c.wait_for(&node, "kubectl logs", Duration::from_secs(60), || {
         let out = c.kubectl(&["-n", &ns, "logs", "web"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         text.contains("hello-from-the-log").then_some(text)
@@ -87,12 +87,12 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     );
 
     // kubectl top, once metrics-server has scraped the node's /metrics/resource.
-    c.wait_for(&node, "kubectl top node", Duration::from_secs(120), || {
+    c.wait_for(&node, "kubectl top node", Duration::from_secs(240), || {
         let out = c.kubectl(&["top", "node", &node.name, "--no-headers"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         (out.status.success() && text.starts_with(node.name.as_str())).then_some(text)
     });
-    c.wait_for(&node, "kubectl top pod", Duration::from_secs(120), || {
+    c.wait_for(&node, "kubectl top pod", Duration::from_secs(240), || {
         let out = c.kubectl(&["-n", &ns, "top", "pod", "web", "--no-headers"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         (out.status.success() && text.starts_with("web")).then_some(text)
