@@ -26,9 +26,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchPara
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{env_count, ms, percentile, raw_cri_start, remove_sandbox};
+use support::{env_count, ms, percentile, raw_cri_start, raw_node_context, remove_sandbox};
 use wasmlet::cri::CriClient;
-use wasmlet::kuberuntime::pod_config::{self, NodeContext};
 
 const NODE: &str = "bench-bound";
 const NAMESPACE: &str = "bench-bound";
@@ -155,17 +154,7 @@ fn main() {
         },
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let raw_node = NodeContext {
-        node_name: "bench-raw".into(),
-        node_ip: "127.0.0.1".into(),
-        pod_logs_dir: node.logs_dir(),
-        machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
-        root_dir: node.dir.path().join("raw-root"),
-        dns: pod_config::DnsContext {
-            resolv_conf: "/etc/resolv.conf".into(),
-            ..Default::default()
-        },
-    };
+    let raw_node = raw_node_context(&node);
 
     // A first round of each warms caches (image, token signer, watch cache) and is not counted.
     let (mut raw, mut with_token, mut without_token) = (Vec::new(), Vec::new(), Vec::new());

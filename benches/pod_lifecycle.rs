@@ -18,10 +18,9 @@ mod support;
 
 use harness::{busybox_pod, container_status, Node, NodeOptions};
 use std::time::{Duration, Instant, SystemTime};
-use support::{env_count, ms, percentile, raw_cri_start, remove_sandbox};
+use support::{env_count, ms, percentile, raw_cri_start, raw_node_context, remove_sandbox};
 use wasmlet::cri::CriClient;
 use wasmlet::health::Health;
-use wasmlet::kuberuntime::pod_config::{self, NodeContext};
 use wasmlet::pleg::{Pleg, PlegConfig};
 use wasmlet::runtime_status::PodRuntimeStatus;
 
@@ -69,17 +68,7 @@ fn main() {
             .then_some(())
     });
     node.poll = Duration::from_millis(2);
-    let raw_node = NodeContext {
-        node_name: "bench-raw".into(),
-        node_ip: "127.0.0.1".into(),
-        pod_logs_dir: node.logs_dir(),
-        machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
-        root_dir: node.dir.path().join("raw-root"),
-        dns: pod_config::DnsContext {
-            resolv_conf: "/etc/resolv.conf".into(),
-            ..Default::default()
-        },
-    };
+    let raw_node = raw_node_context(&node);
 
     // 1. Pod start, interleaved.
     let (mut raw, mut agent) = (Vec::new(), Vec::new());

@@ -1,7 +1,7 @@
 //! What the benchmarks share: counts from the environment, percentiles, and the raw CRI start
 //! sequence wasmlet's own pod start is measured against.
 
-use crate::harness::busybox_pod;
+use crate::harness::{busybox_pod, Node};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wasmlet::cri::CriClient;
@@ -61,4 +61,20 @@ pub async fn remove_sandbox(cri: &CriClient, sandbox: &str) {
     }
     let _ = cri.stop_pod_sandbox(sandbox).await;
     let _ = cri.remove_pod_sandbox(sandbox).await;
+}
+
+/// The node the raw CRI side starts its pods for: beside `node`, under a name of its own, so
+/// neither side sees the other's sandboxes.
+pub fn raw_node_context(node: &Node) -> NodeContext {
+    NodeContext {
+        node_name: "bench-raw".into(),
+        node_ip: "127.0.0.1".into(),
+        pod_logs_dir: node.logs_dir(),
+        machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
+        root_dir: node.dir.path().join("raw-root"),
+        dns: pod_config::DnsContext {
+            resolv_conf: "/etc/resolv.conf".into(),
+            ..Default::default()
+        },
+    }
 }
