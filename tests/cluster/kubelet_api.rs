@@ -24,9 +24,20 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     ));
     c.wait_pod_phase(&node, &ns, "web", "Running");
 
+    let mut last_answer = String::new();
     let logs = c.wait_for(&node, "kubectl logs", Duration::from_secs(60), || {
         let out = c.kubectl(&["-n", &ns, "logs", "web"]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let answer = format!(
+            "{:?}: {text:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if answer != last_answer {
+            // Shown with the failure: what kubectl said each time its answer changed.
+            eprintln!("kubectl logs: {answer}");
+            last_answer = answer;
+        }
         text.contains("hello-from-the-log").then_some(text)
     });
     assert_eq!(logs.trim(), "hello-from-the-log");

@@ -91,6 +91,13 @@ impl Node {
         std::fs::create_dir_all(&manifests).unwrap();
         let port = free_port();
         let secure_port = options.secure_port.as_ref().map(|_| free_port());
+        // A secure port is reached on the node's IP (the API server dials the Node's
+        // InternalIP), so it listens on every address; otherwise loopback only.
+        let address = if secure_port.is_some() {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
         let mut secure = format!("port: {}\n", secure_port.unwrap_or(0));
         if let Some(ca) = options
             .secure_port
@@ -107,7 +114,7 @@ impl Node {
         let text = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
              staticPodPath: {manifests}\ncontainerRuntimeEndpoint: unix://{socket}\n\
-             fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: 127.0.0.1\n\
+             fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: {address}\n\
              healthzPort: 0\n{secure}{extra_kubelet}---\n\
              apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\n{pleg}\
              housekeepingPeriod: 500ms\n{extra_wasmlet}",
