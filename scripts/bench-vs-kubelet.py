@@ -11,6 +11,12 @@ For each agent (wasmlet, then the kubelet that `scripts/control-plane.sh build` 
               kube-apiserver's apiserver_request_total minus the control plane's own rate and
               this script's own requests.
 
+  kubelet-api the authenticated port (10250) of each agent joined to the cluster: `kubectl exec
+              -- true` round trip through the API server, and the same exec sent straight to
+              the node (WebSocket, the admin client certificate): the node's share of it;
+              `kubectl port-forward` throughput against a direct download from the pod IP;
+              the agent's RSS with 100 concurrent `logs -f` followers on its port.
+
 A container exit is triggered by a line written to a FIFO the container reads from a hostPath
 volume, so its moment is known to the microsecond on the bench's clock.
 
@@ -18,13 +24,16 @@ Run as root after scripts/setup-node.sh, `cargo build --release --bin wasmlet` a
 `scripts/control-plane.sh build`; it starts the control plane in WASMLET_BENCH_DIR
 (/var/lib/wasmlet-bench-cluster) for the cluster part and stops it at the end.
 Environment: BENCH_PODS=110 BENCH_EXITS=10 BENCH_IDLE_S=30 BENCH_LIFECYCLES=5
-             BENCH_MODES="standalone cluster" BENCH_AGENTS="wasmlet kubelet"
+             BENCH_EXECS=20 BENCH_FOLLOWERS=100 BENCH_BLOB_MIB=256
+             BENCH_MODES="standalone cluster kubelet-api" BENCH_AGENTS="wasmlet kubelet"
 """
 
+import base64
 import json
 import os
 import shutil
 import signal
+import socket
 import ssl
 import statistics
 import subprocess
@@ -42,9 +51,13 @@ PODS = int(os.environ.get("BENCH_PODS", "110"))
 EXITS = int(os.environ.get("BENCH_EXITS", "10"))
 IDLE = int(os.environ.get("BENCH_IDLE_S", "30"))
 LIFECYCLES = int(os.environ.get("BENCH_LIFECYCLES", "5"))
-MODES = os.environ.get("BENCH_MODES", "standalone cluster").split()
+EXECS = int(os.environ.get("BENCH_EXECS", "20"))
+FOLLOWERS = int(os.environ.get("BENCH_FOLLOWERS", "100"))
+BLOB_MIB = int(os.environ.get("BENCH_BLOB_MIB", "256"))
+MODES = os.environ.get("BENCH_MODES", "standalone cluster kubelet-api").split()
 AGENTS = os.environ.get("BENCH_AGENTS", "wasmlet kubelet").split()
 READ_ONLY = 10255
+SECURE = 10250
 IMAGE = "docker.io/library/busybox:local"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -140,6 +153,9 @@ class Agent:
             "healthzPort": 0,
             "maxPods": PODS + EXITS + 20,
         }
+        if kubeconfig:
+            # As kubeadm joins a node: the API server's kubelet client certificate is accepted.
+            config["authentication"] = {"x509": {"clientCAFile": str(DIR / "pki" / "ca.crt")}}
         if manifests:
             config["staticPodPath"] = str(manifests)
             config["fileCheckFrequency"] = "1s"
@@ -367,24 +383,9 @@ def cluster(kind, work, api, base):
     ns = f"bench-{kind}"
     fifos = work / "fifos"
     fifos.mkdir()
-    kubectl = [str(control_plane_bin("kubectl")), "--kubeconfig", str(DIR / "admin.kubeconfig")]
-    subprocess.run(kubectl + ["delete", "node", node, "--wait=true"], capture_output=True)
-    subprocess.run(kubectl + ["delete", "namespace", ns, "--wait=true"], capture_output=True)
-    kubeconfig = subprocess.run([str(ROOT / "scripts/control-plane.sh"), "node-kubeconfig", str(DIR), node],
-                                capture_output=True, text=True, check=True).stdout.strip()
-    agent = Agent(kind, work, node, kubeconfig=kubeconfig)
+    agent = join(kind, work, api, node, ns)
     result = {}
     try:
-        def ready(_):
-            status, n = api.call("GET", f"/api/v1/nodes/{node}", ok=(200, 404))
-            return status == 200 and any(c["type"] == "Ready" and c["status"] == "True"
-                                         for c in n["status"].get("conditions") or [])
-        wait(lambda: ready(None), 120, f"node {node} Ready", poll=0.5)
-        api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        wait(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default", ok=(200, 404))[0] == 200
-             and api.get(f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt", ok=(200, 404))[0] == 200,
-             60, "default service account")
-
         # Pod lifecycles: requests of everyone but this script, minus the control plane's rate.
         before, _, _ = api.request_totals()
         own0, l0 = api.requests, time.monotonic()
@@ -440,8 +441,171 @@ def cluster(kind, work, api, base):
         api.call("DELETE", f"/api/v1/namespaces/{ns}")
         wait(lambda: api.get(f"/api/v1/namespaces/{ns}", ok=(200, 404))[0] == 404, 600, "namespace gone", poll=1)
     finally:
-        agent.stop()
-        subprocess.run(kubectl + ["delete", "node", node, "--wait=true"], capture_output=True)
+        leave(agent)
+    return result
+
+
+def kubectl_cmd():
+    return [str(control_plane_bin("kubectl")), "--kubeconfig", str(DIR / "admin.kubeconfig")]
+
+
+def join(kind, work, api, node, ns):
+    """Starts `kind` as the node `node` of the cluster and waits for it and namespace `ns`."""
+    subprocess.run(kubectl_cmd() + ["delete", "node", node, "--wait=true"], capture_output=True)
+    subprocess.run(kubectl_cmd() + ["delete", "namespace", ns, "--wait=true"], capture_output=True)
+    kubeconfig = subprocess.run([str(ROOT / "scripts/control-plane.sh"), "node-kubeconfig", str(DIR), node],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    agent = Agent(kind, work, node, kubeconfig=kubeconfig)
+
+    def ready():
+        status, n = api.call("GET", f"/api/v1/nodes/{node}", ok=(200, 404))
+        return status == 200 and any(c["type"] == "Ready" and c["status"] == "True"
+                                     for c in n["status"].get("conditions") or [])
+    try:
+        wait(ready, 120, f"node {node} Ready", poll=0.5)
+        api.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        wait(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default", ok=(200, 404))[0] == 200
+             and api.get(f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt", ok=(200, 404))[0] == 200,
+             60, "default service account")
+    except BaseException:
+        leave(agent)
+        raise
+    return agent
+
+
+def leave(agent):
+    agent.stop()
+    subprocess.run(kubectl_cmd() + ["delete", "node", agent.node, "--wait=true"], capture_output=True)
+
+
+# ---------------------------------------------------------------- kubelet API
+
+
+def node_tls():
+    """The admin client certificate (system:masters) toward a node's self-signed port."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(str(DIR / "pki" / "admin.crt"), str(DIR / "pki" / "admin.key"))
+    return ctx
+
+
+def direct_exec(ctx, ns, pod, container, command):
+    """One exec sent straight to the node's port over WebSocket (v4.channel.k8s.io), as a
+    client of the kubelet API would; returns the status the error channel carried."""
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", SECURE), timeout=30))
+    query = "&".join(f"command={c}" for c in command) + f"&container={container}&output=1&error=1"
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET /exec/{ns}/{pod}/{container}?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n").encode())
+    stream = sock.makefile("rb")
+    status_line = stream.readline()
+    if b" 101 " not in status_line:
+        raise RuntimeError(f"direct exec refused: {status_line!r} {stream.read(300)!r}")
+    while stream.readline() not in (b"\r\n", b""):
+        pass
+    error_channel = b""
+    while True:
+        head = stream.read(2)
+        if len(head) < 2:
+            break
+        opcode, length = head[0] & 0x0F, head[1] & 0x7F
+        if length == 126:
+            length = int.from_bytes(stream.read(2), "big")
+        elif length == 127:
+            length = int.from_bytes(stream.read(8), "big")
+        payload = stream.read(length)
+        if opcode == 8:
+            break
+        if payload[:1] == b"\x03":
+            error_channel += payload[1:]
+    sock.close()
+    return error_channel.decode(errors="replace")
+
+
+def port_forward_mib_s(ns, pod, pod_ip):
+    """Download speed of the pod's blob through `kubectl port-forward`, and straight from the
+    pod IP (MiB/s each)."""
+    forward = subprocess.Popen(kubectl_cmd() + ["-n", ns, "port-forward", f"pod/{pod}", ":8080"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = forward.stdout.readline()
+        port = int(line.split("127.0.0.1:")[1].split()[0])
+
+        def speed(url):
+            out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}", url],
+                                 capture_output=True, text=True, check=True, timeout=300).stdout
+            return float(out) / (1 << 20)
+        forwarded, direct = [], []
+        for _ in range(3):
+            forwarded.append(speed(f"http://127.0.0.1:{port}/blob"))
+            direct.append(speed(f"http://{pod_ip}:8080/blob"))
+        return statistics.median(forwarded), statistics.median(direct)
+    finally:
+        forward.terminate()
+        forward.wait()
+
+
+def followers_rss(agent, ctx, ns, pod):
+    """The agent's RSS before, with FOLLOWERS open `follow=true` log streams, and after they
+    closed (MiB)."""
+    before = rss_mib(agent.proc.pid)
+    streams = []
+    for _ in range(FOLLOWERS):
+        sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", SECURE), timeout=30))
+        sock.sendall(f"GET /containerLogs/{ns}/{pod}/c?follow=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        streams.append(sock)
+    for sock in streams:
+        answer = sock.recv(4096)
+        if b" 200 " not in answer.split(b"\r\n", 1)[0]:
+            raise RuntimeError(f"a follower was refused: {answer[:200]!r}")
+    time.sleep(10)
+    during = rss_mib(agent.proc.pid)
+    for sock in streams:
+        sock.close()
+    time.sleep(5)
+    return before, during, rss_mib(agent.proc.pid)
+
+
+def kubelet_api(kind, work, api):
+    node, ns = f"bench-api-{kind}", f"bench-api-{kind}"
+    agent = join(kind, work, api, node, ns)
+    result = {}
+    try:
+        server = sleeper("srv", ns, node)
+        server["spec"]["containers"][0]["command"] = [
+            "sh", "-c", f"dd if=/dev/zero of=/tmp/blob bs=1M count={BLOB_MIB} 2>/dev/null; "
+            "exec httpd -f -p 8080 -h /tmp"]
+        talker = sleeper("talker", ns, node)
+        talker["spec"]["containers"][0]["command"] = [
+            "sh", "-c", "while true; do echo tick $(date); sleep 1; done"]
+        for pod in (server, talker):
+            api.call("POST", pod_path(ns), pod)
+            wait_pod(api, ns, pod["metadata"]["name"], lambda p: p is not None and running(p))
+        time.sleep(3)  # the blob written
+
+        through_api, direct = [], []
+        ctx = node_tls()
+        for _ in range(EXECS):
+            t0 = time.monotonic()
+            subprocess.run(kubectl_cmd() + ["-n", ns, "exec", "srv", "--", "true"], check=True,
+                           capture_output=True)
+            through_api.append((time.monotonic() - t0) * 1000)
+            t0 = time.monotonic()
+            status = direct_exec(ctx, ns, "srv", "c", ["true"])
+            direct.append((time.monotonic() - t0) * 1000)
+            if "Success" not in status:
+                raise RuntimeError(f"{kind}: direct exec ended with {status!r}")
+        result["exec_api_ms"], result["exec_node_ms"] = through_api, direct
+
+        _, pod = api.get(pod_path(ns, "srv"))
+        result["forward_mib_s"], result["direct_mib_s"] = port_forward_mib_s(ns, "srv", pod["status"]["podIP"])
+        result["rss_before"], result["rss_followers"], result["rss_after"] = followers_rss(agent, ctx, ns, "talker")
+        api.call("DELETE", f"/api/v1/namespaces/{ns}")
+        wait(lambda: api.get(f"/api/v1/namespaces/{ns}", ok=(200, 404))[0] == 404, 300, "namespace gone", poll=1)
+    finally:
+        leave(agent)
     return result
 
 
@@ -452,11 +616,39 @@ def fmt(v, digits=1):
     return f"{v:.{digits}f}"
 
 
-def report(mode, results, base=None):
-    kinds = [k for k in AGENTS if k in results]
-    print(f"\n### {mode}: {PODS} pods, {EXITS} exits" + (f", {LIFECYCLES} lifecycles" if mode == "cluster" else ""))
+def table(title, kinds, results, rows):
+    print(f"\n### {title}")
     print("| measure | " + " | ".join(kinds) + (" | wasmlet / kubelet |" if len(kinds) == 2 else " |"))
     print("|---|" + "---|" * len(kinds) + ("---|" if len(kinds) == 2 else ""))
+    for label, get, digits in rows:
+        values = [get(results[k]) for k in kinds]
+        line = f"| {label} | " + " | ".join(fmt(v, digits) for v in values) + " |"
+        if len(values) == 2:
+            line += f" {values[0] / values[1]:.2f} |" if values[1] else " - |"
+        print(line)
+
+
+def report_kubelet_api(results):
+    kinds = [k for k in AGENTS if k in results]
+    table(f"kubelet API: {EXECS} execs, a {BLOB_MIB} MiB download, {FOLLOWERS} followers", kinds, results, [
+        ("`kubectl exec -- true` through the API server, median (ms)",
+         lambda r: statistics.median(r["exec_api_ms"]), 1),
+        ("the same exec straight to the node, median (ms)", lambda r: statistics.median(r["exec_node_ms"]), 1),
+        ("the same exec straight to the node, p90 (ms)", lambda r: percentile(r["exec_node_ms"], 90), 1),
+        ("port-forward download (MiB/s)", lambda r: r["forward_mib_s"], 1),
+        ("direct download from the pod IP (MiB/s)", lambda r: r["direct_mib_s"], 1),
+        ("port-forward / direct (%)", lambda r: 100 * r["forward_mib_s"] / r["direct_mib_s"], 1),
+        ("RSS before the followers (MiB)", lambda r: r["rss_before"], 1),
+        (f"RSS with {FOLLOWERS} `logs -f` followers (MiB)", lambda r: r["rss_followers"], 1),
+        ("RSS after they closed (MiB)", lambda r: r["rss_after"], 1),
+    ])
+    sys.stdout.flush()
+
+
+def report(mode, results, base=None):
+    if mode == "kubelet-api":
+        return report_kubelet_api(results)
+    kinds = [k for k in AGENTS if k in results]
     rows = [
         (f"{PODS} pods -> all Running (s)", lambda r: r["all_running_s"], 1),
         ("container exit -> terminated visible, median (ms)", lambda r: statistics.median(r["exit_ms"]), 1),
@@ -470,12 +662,8 @@ def report(mode, results, base=None):
             ("API requests/s at rest (all)", lambda r: r["idle_all"] - base[0], 3),
             ("API writes/s at rest", lambda r: r["idle_writes"] - base[1], 3),
         ]
-    for label, get, digits in rows:
-        values = [get(results[k]) for k in kinds]
-        line = f"| {label} | " + " | ".join(fmt(v, digits) for v in values) + " |"
-        if len(values) == 2:
-            line += f" {values[0] / values[1]:.2f} |" if values[1] else " - |"
-        print(line)
+    title = f"{mode}: {PODS} pods, {EXITS} exits" + (f", {LIFECYCLES} lifecycles" if mode == "cluster" else "")
+    table(title, kinds, results, rows)
     if mode == "cluster":
         for k in kinds:
             by = ", ".join(f"{key} {v / IDLE:.3f}/s" for key, v in sorted(results[k]["idle_writes_by"].items()))
@@ -491,20 +679,26 @@ def main():
         results = {}
         base = None
         api = None
-        if mode == "cluster":
+        if mode in ("cluster", "kubelet-api"):
             subprocess.run([str(ROOT / "scripts/control-plane.sh"), "start", str(DIR)], check=True,
                            stdout=subprocess.DEVNULL)
             api = Api()
+        if mode == "cluster":
             log(f"control plane alone: request rate over {IDLE}s")
             base = rate(api, IDLE)
         for kind in AGENTS:
             work = Path(tempfile.mkdtemp(prefix=f"bench-{kind}-", dir="/var/tmp"))
             log(f"{mode}: {kind} in {work}")
-            results[kind] = standalone(kind, work) if mode == "standalone" else cluster(kind, work, api, base[0])
+            if mode == "standalone":
+                results[kind] = standalone(kind, work)
+            elif mode == "cluster":
+                results[kind] = cluster(kind, work, api, base[0])
+            else:
+                results[kind] = kubelet_api(kind, work, api)
             log(f"{mode}: {kind}: {json.dumps({k: v for k, v in results[kind].items() if k != 'idle_writes_by'})}")
             shutil.rmtree(work, ignore_errors=True)
         report(mode, results, base)
-        if mode == "cluster":
+        if api:
             subprocess.run([str(ROOT / "scripts/control-plane.sh"), "stop", str(DIR)], check=False,
                            stdout=subprocess.DEVNULL)
 

@@ -1,11 +1,48 @@
-//! The authenticated kubelet API through the real API server: `kubectl logs`, `exec` (exit
-//! code, stdin), `port-forward` carrying an HTTP request, and `kubectl top` through
-//! metrics-server; a client without credentials is refused by the node itself.
+//! The authenticated kubelet API through the real API server: `kubectl logs` and `logs -f`,
+//! `exec` (exit code, stdin, and `-it` through a pseudo-terminal), `attach`, `port-forward`
+//! carrying an HTTP request, and `kubectl top` through metrics-server; a client without
+//! credentials, and one whose identity may not reach the node, are refused by the node itself.
 
 use crate::cluster::{assert_never_forbidden, busybox_pod, cluster, shared};
 use crate::harness::NodeOptions;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
+
+/// The lines `reader` produces, read on a thread of their own so a test can wait for one with
+/// a timeout instead of blocking on a stream that may never deliver.
+fn lines_of(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits up to `timeout` for a line of `lines` containing `needle`; returns the lines seen.
+fn wait_line(lines: &mpsc::Receiver<String>, needle: &str, timeout: Duration) -> Vec<String> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains(needle);
+                seen.push(line);
+                if found {
+                    return seen;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    panic!("no line with {needle:?} within {timeout:?}; saw {seen:?}");
+}
 
 #[test]
 fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
@@ -42,6 +79,32 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     });
     assert_eq!(logs.trim(), "hello-from-the-log");
 
+    // logs -f: what the container writes later arrives on the open stream.
+    let mut follower = Command::new(c.kubectl_path())
+        .arg("--kubeconfig")
+        .arg(c.dir.join("admin.kubeconfig"))
+        .args(["-n", &ns, "logs", "-f", "web"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl logs -f");
+    let followed = lines_of(follower.stdout.take().expect("stdout"));
+    wait_line(&followed, "hello-from-the-log", Duration::from_secs(30));
+    let wrote = c.kubectl(&[
+        "-n",
+        &ns,
+        "exec",
+        "web",
+        "--",
+        "sh",
+        "-c",
+        "echo written-later >/proc/1/fd/1",
+    ]);
+    assert!(wrote.status.success(), "{wrote:?}");
+    wait_line(&followed, "written-later", Duration::from_secs(30));
+    let _ = follower.kill();
+    let _ = follower.wait();
+
     let exec = c.kubectl(&[
         "-n",
         &ns,
@@ -60,6 +123,59 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     );
     assert!(piped.status.success(), "{piped:?}");
     assert_eq!(String::from_utf8_lossy(&piped.stdout), "through stdin\n");
+
+    // exec -it: a TTY end to end. `script` gives kubectl a pseudo-terminal of its own, as a
+    // user's shell would; the remote side must see a terminal too.
+    let command = format!(
+        "{} --kubeconfig {} -n {ns} exec -it web -- sh -c 'tty; read line; echo got-$line; exit 7'",
+        c.kubectl_path().display(),
+        c.dir.join("admin.kubeconfig").display(),
+    );
+    let mut tty = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script");
+    {
+        use std::io::Write;
+        let mut stdin = tty.stdin.take().expect("stdin");
+        // Give kubectl time to put its terminal in raw mode before typing.
+        std::thread::sleep(Duration::from_secs(2));
+        stdin.write_all(b"typed\r").expect("type into the terminal");
+        // Dropping stdin would end the session early: script turns EOF into ^D.
+        let tty_out = lines_of(tty.stdout.take().expect("stdout"));
+        let seen = wait_line(&tty_out, "got-typed", Duration::from_secs(30));
+        assert!(
+            seen.iter().any(|l| l.contains("/dev/pts/")),
+            "the exec had no terminal: {seen:?}"
+        );
+        drop(stdin);
+    }
+    let status = tty.wait().expect("script exits");
+    assert_eq!(status.code(), Some(7), "exec -it exit code");
+
+    // attach: stdin to the container's main process, its output back.
+    c.apply(&busybox_pod(
+        &ns,
+        "attached",
+        &node.name,
+        "  terminationGracePeriodSeconds: 1\n  restartPolicy: Never\n",
+        "    stdin: true\n    stdinOnce: true\n",
+        "while read line; do echo attached-got-$line; done",
+    ));
+    c.wait_pod_phase(&node, &ns, "attached", "Running");
+    let attach = c.kubectl_stdin(
+        &["-n", &ns, "attach", "-i", "attached", "-c", "main"],
+        Some("ping\n"),
+    );
+    assert!(
+        String::from_utf8_lossy(&attach.stdout).contains("attached-got-ping"),
+        "{attach:?}"
+    );
+    // stdinOnce: the container's stdin closed with the attach, so its loop ended.
+    c.wait_pod_phase(&node, &ns, "attached", "Succeeded");
 
     // port-forward: an HTTP request to busybox httpd in the pod, through the API server.
     let mut forward = Command::new(c.kubectl_path())
@@ -117,5 +233,33 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
         .output()
         .expect("curl");
     assert_eq!(String::from_utf8_lossy(&anonymous.stdout), "401");
+
+    // A valid identity the API server does not let reach nodes: the node asks the API server
+    // (TokenReview, then SubjectAccessReview) and answers 403 with upstream's message.
+    let token = c.wait_for(
+        &node,
+        "a service account token",
+        Duration::from_secs(60),
+        || {
+            let out = c.kubectl(&["-n", &ns, "create", "token", "default"]);
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        },
+    );
+    let refused = Command::new("curl")
+        .args(["-sk", "-w", "\n%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg(format!("https://127.0.0.1:{port}/pods"))
+        .output()
+        .expect("curl");
+    let refused = String::from_utf8_lossy(&refused.stdout);
+    // Fine-grained kubelet authorization (1.33+): `nodes/pods` first, then `nodes/proxy`.
+    assert_eq!(
+        refused,
+        format!(
+            "Forbidden (user=system:serviceaccount:{ns}:default, verb=get, resource=nodes, subresource(s)=[pods proxy])\n\n403"
+        ),
+    );
     assert_never_forbidden(&node);
 }
