@@ -14,7 +14,8 @@ For each agent (wasmlet, then the kubelet that `scripts/control-plane.sh build` 
   kubelet-api the authenticated port (10250) of each agent joined to the cluster: `kubectl exec
               -- true` round trip through the API server, and the same exec sent straight to
               the node (WebSocket, the admin client certificate): the node's share of it;
-              `kubectl port-forward` throughput against a direct download from the pod IP;
+              `kubectl port-forward` throughput, and a port-forward straight to the node,
+              against a direct download from the pod IP;
               the agent's RSS with 100 concurrent `logs -f` followers on its port.
 
 A container exit is triggered by a line written to a FIFO the container reads from a hostPath
@@ -490,26 +491,29 @@ def node_tls():
     return ctx
 
 
-def direct_exec(ctx, ns, pod, container, command):
-    """One exec sent straight to the node's port over WebSocket (v4.channel.k8s.io), as a
-    client of the kubelet API would; returns the status the error channel carried."""
-    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", SECURE), timeout=30))
-    query = "&".join(f"command={c}" for c in command) + f"&container={container}&output=1&error=1"
+def ws_open(ctx, path):
+    """A WebSocket (v4.channel.k8s.io) straight to the node's port with the admin certificate;
+    returns the socket and a buffered reader past the 101 answer."""
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", SECURE), timeout=60))
     key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall((f"GET /exec/{ns}/{pod}/{container}?{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    sock.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                   "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n").encode())
     stream = sock.makefile("rb")
     status_line = stream.readline()
     if b" 101 " not in status_line:
-        raise RuntimeError(f"direct exec refused: {status_line!r} {stream.read(300)!r}")
+        raise RuntimeError(f"{path} refused: {status_line!r} {stream.read(300)!r}")
     while stream.readline() not in (b"\r\n", b""):
         pass
-    error_channel = b""
+    return sock, stream
+
+
+def ws_frames(stream):
+    """Yields (channel, data) of the server's binary frames until it closes."""
     while True:
         head = stream.read(2)
         if len(head) < 2:
-            break
+            return
         opcode, length = head[0] & 0x0F, head[1] & 0x7F
         if length == 126:
             length = int.from_bytes(stream.read(2), "big")
@@ -517,11 +521,50 @@ def direct_exec(ctx, ns, pod, container, command):
             length = int.from_bytes(stream.read(8), "big")
         payload = stream.read(length)
         if opcode == 8:
-            break
-        if payload[:1] == b"\x03":
-            error_channel += payload[1:]
+            return
+        if payload:
+            yield payload[0], payload[1:]
+
+
+def ws_send(sock, channel, data):
+    """One masked client frame (a zero mask: the payload goes as it is)."""
+    payload = bytes([channel]) + data
+    assert len(payload) < 126
+    sock.sendall(bytes([0x82, 0x80 | len(payload)]) + b"\0\0\0\0" + payload)
+
+
+def direct_exec(ctx, ns, pod, container, command):
+    """One exec sent straight to the node's port, as a client of the kubelet API would;
+    returns the status the error channel carried."""
+    query = "&".join(f"command={c}" for c in command) + "&output=1&error=1"
+    sock, stream = ws_open(ctx, f"/exec/{ns}/{pod}/{container}?{query}")
+    status = b"".join(data for channel, data in ws_frames(stream) if channel == 3)
     sock.close()
-    return error_channel.decode(errors="replace")
+    return status.decode(errors="replace")
+
+
+def direct_port_forward_mib_s(ctx, ns, pod):
+    """Download speed of the pod's blob through a port-forward straight to the node (MiB/s):
+    the node's share of `kubectl port-forward`, without kubectl and the API server."""
+    sock, stream = ws_open(ctx, f"/portForward/{ns}/{pod}?port=8080")
+    frames = ws_frames(stream)
+    # Each channel (0 data, 1 error) first carries its port.
+    for _ in range(2):
+        next(frames)
+    t0 = time.monotonic()
+    ws_send(sock, 0, b"GET /blob HTTP/1.0\r\nHost: pod\r\n\r\n")
+    received, want = 0, BLOB_MIB << 20
+    for channel, data in frames:
+        if channel == 1 and data:
+            raise RuntimeError(f"port-forward error: {data[:200]!r}")
+        received += len(data)
+        if received >= want:
+            break
+    elapsed = time.monotonic() - t0
+    sock.close()
+    if received < want:
+        raise RuntimeError(f"port-forward ended after {received} bytes")
+    return received / elapsed / (1 << 20)
 
 
 def port_forward_mib_s(ns, pod, pod_ip):
@@ -601,6 +644,7 @@ def kubelet_api(kind, work, api):
 
         _, pod = api.get(pod_path(ns, "srv"))
         result["forward_mib_s"], result["direct_mib_s"] = port_forward_mib_s(ns, "srv", pod["status"]["podIP"])
+        result["node_forward_mib_s"] = statistics.median(direct_port_forward_mib_s(ctx, ns, "srv") for _ in range(3))
         result["rss_before"], result["rss_followers"], result["rss_after"] = followers_rss(agent, ctx, ns, "talker")
         api.call("DELETE", f"/api/v1/namespaces/{ns}")
         wait(lambda: api.get(f"/api/v1/namespaces/{ns}", ok=(200, 404))[0] == 404, 300, "namespace gone", poll=1)
@@ -635,9 +679,11 @@ def report_kubelet_api(results):
          lambda r: statistics.median(r["exec_api_ms"]), 1),
         ("the same exec straight to the node, median (ms)", lambda r: statistics.median(r["exec_node_ms"]), 1),
         ("the same exec straight to the node, p90 (ms)", lambda r: percentile(r["exec_node_ms"], 90), 1),
-        ("port-forward download (MiB/s)", lambda r: r["forward_mib_s"], 1),
         ("direct download from the pod IP (MiB/s)", lambda r: r["direct_mib_s"], 1),
-        ("port-forward / direct (%)", lambda r: 100 * r["forward_mib_s"] / r["direct_mib_s"], 1),
+        ("`kubectl port-forward` download (MiB/s)", lambda r: r["forward_mib_s"], 1),
+        ("`kubectl port-forward` / direct (%)", lambda r: 100 * r["forward_mib_s"] / r["direct_mib_s"], 1),
+        ("port-forward straight to the node (MiB/s)", lambda r: r["node_forward_mib_s"], 1),
+        ("straight to the node / direct (%)", lambda r: 100 * r["node_forward_mib_s"] / r["direct_mib_s"], 1),
         ("RSS before the followers (MiB)", lambda r: r["rss_before"], 1),
         (f"RSS with {FOLLOWERS} `logs -f` followers (MiB)", lambda r: r["rss_followers"], 1),
         ("RSS after they closed (MiB)", lambda r: r["rss_after"], 1),

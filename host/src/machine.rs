@@ -63,13 +63,12 @@ pub fn machine_info() -> MachineInfo {
     }
 }
 
-/// Pre-allocated huge pages per page size (`hugepages-2Mi` → bytes), as the Node's capacity
-/// lists them; sizes with none allocated are listed with 0, as upstream does.
-pub fn hugepages() -> Vec<(String, i64)> {
+/// The kernel's huge page pools: (page size in KiB, pages allocated), one per size.
+pub fn hugepage_pools() -> Vec<(i64, i64)> {
     let Ok(entries) = std::fs::read_dir("/sys/kernel/mm/hugepages") else {
         return Vec::new();
     };
-    let mut sizes: Vec<(String, i64)> = entries
+    let mut pools: Vec<(i64, i64)> = entries
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -81,6 +80,19 @@ pub fn hugepages() -> Vec<(String, i64)> {
             let pages: i64 = first_line(&format!("{}/nr_hugepages", entry.path().display()))?
                 .parse()
                 .ok()?;
+            Some((kb, pages))
+        })
+        .collect();
+    pools.sort();
+    pools
+}
+
+/// Pre-allocated huge pages per page size (`hugepages-2Mi` → bytes), as the Node's capacity
+/// lists them; sizes with none allocated are listed with 0, as upstream does.
+pub fn hugepages() -> Vec<(String, i64)> {
+    let mut sizes: Vec<(String, i64)> = hugepage_pools()
+        .into_iter()
+        .map(|(kb, pages)| {
             let unit = if kb % (1024 * 1024) == 0 {
                 format!("{}Gi", kb / (1024 * 1024))
             } else if kb % 1024 == 0 {
@@ -88,10 +100,10 @@ pub fn hugepages() -> Vec<(String, i64)> {
             } else {
                 format!("{kb}Ki")
             };
-            Some((
+            (
                 format!("hugepages-{unit}"),
                 pages.saturating_mul(kb).saturating_mul(1024),
-            ))
+            )
         })
         .collect();
     sizes.sort();

@@ -5,6 +5,7 @@
 //! answer 405 as upstream's read-only server does.
 //! [`stats`] has the stats endpoints both the read-only and the secure port serve.
 
+pub mod spec;
 pub mod stats;
 
 use crate::health::Health;
@@ -149,6 +150,13 @@ pub fn shared_routes() -> Router<ServerState> {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/metrics/probes", get(probe_metrics))
+        .route("/spec", get(spec))
+        .route("/spec/", get(spec))
+}
+
+/// `/spec/`: the machine, as cAdvisor's `MachineInfo` (read when asked: it is rarely asked).
+async fn spec() -> Json<spec::MachineSpec> {
+    Json(spec::machine_spec())
 }
 
 /// Routes of the read-only port.

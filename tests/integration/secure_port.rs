@@ -255,7 +255,7 @@ fn standalone_client_certificates_and_the_local_rule() {
             .count()
     };
     let before = fds();
-    for _ in 0..100 {
+    for _ in 0..1000 {
         let mut body = client
             .stream("/containerLogs/default/hello-t-secure/main?follow=true")
             .unwrap();
@@ -264,8 +264,8 @@ fn standalone_client_certificates_and_the_local_rule() {
         assert_eq!(&first, b"hello");
     }
     node.wait_for(
-        "the aborted followers to be freed",
-        Duration::from_secs(10),
+        "the 1000 aborted followers to be freed",
+        Duration::from_secs(20),
         |_| (fds() <= before + 2).then_some(()),
     );
 

@@ -118,6 +118,19 @@ fn a_cpu_burner_shows_in_the_summary_and_the_resource_metrics() {
     positive(&pod["containers"][0]["cpu"]["usageCoreNanoSeconds"], "CPU");
     assert!(pod["containers"][0].get("rootfs").is_none());
 
+    // /spec/: the machine in cAdvisor's field names, as the Node's capacity counts it.
+    let spec: Value = serde_json::from_str(&node.try_get("/spec/").expect("/spec/")).expect("JSON");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    assert_eq!(spec["num_cores"].as_u64(), Some(cores), "{spec}");
+    assert!(
+        spec["memory_capacity"].as_u64().is_some_and(|m| m > 0),
+        "{spec}"
+    );
+    assert!(
+        !spec["boot_id"].as_str().unwrap_or_default().is_empty(),
+        "{spec}"
+    );
+
     // /metrics/resource: upstream's series, with timestamps a rate can be computed from.
     let response = ureq::get(&format!("http://127.0.0.1:{}/metrics/resource", node.port))
         .timeout(Duration::from_secs(5))

@@ -70,6 +70,7 @@ pub fn request_attributes(method: &str, path: &str, node_name: &str) -> Vec<Attr
         ("/stats/", "stats"),
         ("/metrics", "metrics"),
         ("/logs/", "log"),
+        ("/spec/", "spec"),
         ("/checkpoint/", "checkpoint"),
     ];
     subresources.push(

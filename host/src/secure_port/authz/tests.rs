@@ -24,6 +24,8 @@ fn requests_map_to_upstreams_attributes() {
         ("GET", "/metrics/resource", &["metrics"], "get"),
         ("GET", "/metrics/probes", &["metrics"], "get"),
         ("GET", "/logs/syslog", &["log"], "get"),
+        ("GET", "/spec/", &["spec"], "get"),
+        ("GET", "/spec", &["spec"], "get"),
         ("POST", "/checkpoint/ns/pod/c", &["checkpoint"], "create"),
         ("GET", "/pods", &["pods", "proxy"], "get"),
         ("GET", "/pods/", &["pods", "proxy"], "get"),
