@@ -5,6 +5,7 @@
 //! answer 405 as upstream's read-only server does.
 //! [`stats`] has the stats endpoints both the read-only and the secure port serve.
 
+pub mod limits;
 pub mod spec;
 pub mod stats;
 
@@ -197,9 +198,9 @@ pub async fn serve(
     router: Router,
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    Ok(tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, router).await {
-            tracing::error!(%addr, %error, "HTTP server stopped");
-        }
-    }))
+    Ok(tokio::spawn(limits::serve_plain(
+        listener,
+        router,
+        limits::Limits::default(),
+    )))
 }

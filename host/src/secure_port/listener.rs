@@ -1,47 +1,45 @@
 //! The accept loop of the secure port: TCP, then TLS (bounded by a handshake deadline), then
 //! HTTP/1.1 with upgrades (exec, attach and port-forward switch protocols on the connection).
 //! Each connection is its own task, so a slow or broken client holds only its own; the
-//! verified client certificate's user is attached to every request of its connection.
+//! verified client certificate's user is attached to every request of its connection. The
+//! connection cap and header bounds are every port's (`server::limits`).
 
 use super::authn::PeerIdentity;
 use super::tls;
+use crate::server::limits::{ConnectionCap, Limits};
 use axum::Router;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-use tracing::{debug, warn};
+use tracing::debug;
 
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// A request whose headers have not all arrived by then ends its connection.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// The most a request's headers may take (hyper's read buffer); more ends the connection.
-const MAX_HEADER_BYTES: usize = 64 * 1024;
-/// The most header fields a request may have.
-const MAX_HEADERS: usize = 100;
 
 /// The remote address of a request's connection, in its extensions (for logs).
 #[derive(Debug, Clone, Copy)]
 pub struct RemoteAddr(pub SocketAddr);
 
-/// Accepts connections on `listener` for as long as the process runs.
+/// Accepts connections on `listener`, up to the connection cap, for as long as the process
+/// runs.
 pub async fn accept_loop(listener: TcpListener, tls: Arc<rustls::ServerConfig>, app: Router) {
     let acceptor = TlsAcceptor::from(tls);
+    let limits = Limits::default();
+    let cap = ConnectionCap::new(&limits);
     loop {
-        let (tcp, remote) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors and such: wait instead of spinning.
-                warn!(%error, "secure port: accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
+        let Some((tcp, remote, permit)) = cap.accept(&listener, "secure").await else {
+            continue;
         };
-        tokio::spawn(serve_connection(tcp, remote, acceptor.clone(), app.clone()));
+        let connection =
+            serve_connection(tcp, remote, acceptor.clone(), app.clone(), limits.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            connection.await;
+        });
     }
 }
 
@@ -50,6 +48,7 @@ async fn serve_connection(
     remote: SocketAddr,
     acceptor: TlsAcceptor,
     app: Router,
+    limits: Limits,
 ) {
     let _ = tcp.set_nodelay(true);
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -77,11 +76,8 @@ async fn serve_connection(
         request.extensions_mut().insert(RemoteAddr(remote));
         tower::ServiceExt::oneshot(app.clone(), request.map(axum::body::Body::new))
     });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .max_buf_size(MAX_HEADER_BYTES)
-        .max_headers(MAX_HEADERS)
+    let connection = limits
+        .http1()
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     if let Err(error) = connection.await {
