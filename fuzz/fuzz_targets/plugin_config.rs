@@ -31,7 +31,11 @@ fn fixture() -> &'static Fixture {
         std::fs::write(&file, "").expect("config file");
         let engine = PluginEngine::new(None).expect("engine");
         let registry = PluginRegistry::new(engine, Some(file.clone()));
-        Fixture { _dir: tempfile_dir::Dir(dir), file, registry }
+        Fixture {
+            _dir: tempfile_dir::Dir(dir),
+            file,
+            registry,
+        }
     })
 }
 
