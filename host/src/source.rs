@@ -363,7 +363,7 @@ mod tests {
         text.push_str("x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
         for level in 1..9 {
             let previous = format!("*x{}", level - 1);
-            let refs = vec![previous.as_str(); 9].join(", ");
+            let refs = [previous.as_str(); 9].join(", ");
             text.push_str(&format!("x{level}: &x{level} [{refs}]\n"));
         }
         text.push_str("metadata: {name: bomb, managedFields: [{fieldsV1: *x8}]}\n");
@@ -471,5 +471,24 @@ mod tests {
         assert!(!error_for(&new_bad, "b.yaml")
             .message
             .contains("keeps running"));
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_listed_keeps_every_pod_and_a_missing_one_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), pod_yaml("a")).unwrap();
+        let first = scan(dir.path(), "node", &SourceSnapshot::default());
+        assert_eq!(first.pods.len(), 1);
+        // Not a directory (ENOTDIR on listing), as an unreadable one is for a non-root user.
+        let fifo = dir.path().join("fifo");
+        let c_path =
+            std::ffi::CString::new(fifo.clone().into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let unlistable = scan(&fifo, "node", &first);
+        assert_eq!(unlistable.pods, first.pods);
+        assert_eq!(unlistable.errors.len(), 1, "{:?}", unlistable.errors);
+        let missing = scan(&dir.path().join("missing"), "node", &first);
+        assert!(missing.pods.is_empty());
     }
 }

@@ -283,7 +283,8 @@ fn unreadable_manifests_are_named_and_a_valid_one_that_turns_bad_keeps_its_pod()
     let mut bomb = String::from("apiVersion: v1\nkind: Pod\n");
     bomb.push_str("x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for level in 1..9 {
-        let refs = vec![format!("*x{}", level - 1); 9].join(", ");
+        let alias = format!("*x{}", level - 1);
+        let refs = [alias.as_str(); 9].join(", ");
         bomb.push_str(&format!("x{level}: &x{level} [{refs}]\n"));
     }
     bomb.push_str("metadata: {name: bomb, managedFields: [{fieldsV1: *x8}]}\n");

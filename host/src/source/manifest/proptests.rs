@@ -39,10 +39,7 @@ proptest! {
     /// The valid manifest with one scalar replaced: the deep parts of validation are reached.
     #[test]
     fn a_manifest_with_one_value_changed(index in 0usize..64, value in field_value()) {
-        let values: Vec<(usize, &str)> = VALID
-            .match_indices(|c: char| c == ':' || c == '-')
-            .map(|(i, s)| (i, s))
-            .collect();
+        let values: Vec<(usize, &str)> = VALID.match_indices([':', '-']).collect();
         let (at, _) = values[index % values.len()];
         let end = VALID[at..].find(['\n', ',', '}']).map_or(VALID.len(), |e| at + e);
         let text = format!("{}: {value}{}", &VALID[..at], &VALID[end..]);
