@@ -139,7 +139,7 @@ pub fn resource_value(
         Some(q) => parse_milli(&q.0)?,
         None if resource.starts_with("limits.") && name == "cpu" => i128::from(node_cpu_millis),
         None if resource.starts_with("limits.") && name == "memory" => {
-            i128::from(node_memory_bytes) * 1000
+            i128::from(node_memory_bytes).saturating_mul(1000)
         }
         None => 0,
     };
@@ -152,7 +152,9 @@ pub fn resource_value(
             resource: resource.into(),
         });
     }
-    Ok(((value + divisor - 1) / divisor).to_string())
+    // Rounded up without `value + divisor - 1`, which overflows near i128::MAX.
+    let rounded_up = value / divisor + i128::from(value % divisor > 0);
+    Ok(rounded_up.to_string())
 }
 
 #[cfg(test)]
@@ -194,5 +196,32 @@ mod tests {
             text("limits.cpu", Some("1x")),
             r#"quantity "1x" has unknown suffix "x""#
         );
+    }
+
+    #[test]
+    fn the_largest_quantities_divide_without_overflow() {
+        // 10^38 - 1 thousandths, divided by itself: `value + divisor - 1` would overflow.
+        let largest = Quantity(format!("{}m", "9".repeat(38)));
+        let container = Container {
+            resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                limits: Some([("memory".to_string(), largest.clone())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let value = resource_value(&container, "limits.memory", Some(&largest), 1000, 1);
+        assert_eq!(value, Ok("1".to_string()));
+        let seven = Quantity("7m".into());
+        let value = resource_value(&container, "limits.memory", Some(&seven), 1000, 1);
+        let max = 10i128.pow(38) - 1;
+        assert_eq!(value, Ok((max / 7 + 1).to_string()));
+        let value = resource_value(
+            &Container::default(),
+            "limits.memory",
+            Some(&seven),
+            1000,
+            i64::MAX,
+        );
+        assert!(value.is_ok(), "{value:?}");
     }
 }

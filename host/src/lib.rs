@@ -41,3 +41,6 @@ pub mod syncloop;
 pub mod terminal;
 pub mod timestamps;
 pub mod volumes;
+
+#[cfg(test)]
+mod plugin_input_props;

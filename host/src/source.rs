@@ -5,8 +5,6 @@
 pub mod manifest;
 pub mod merge;
 
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
 use k8s_openapi::api::core::v1::Pod;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
@@ -68,8 +66,19 @@ pub struct ApiSnapshot {
     pub pods: Vec<Pod>,
 }
 
+/// The largest manifest file read, in bytes. Upstream has no cap; a pod spec is a few KiB, so
+/// a file past 1 MiB is a mistake (or an attack on the scan) and is refused by name, its size
+/// read from the opened file before any of it is.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 /// Reads every manifest under `path` (a directory, or a single file as upstream allows).
-pub fn scan(path: &Path, node_name: &str) -> SourceSnapshot {
+///
+/// Each file stands alone: one that cannot be opened, is not a regular file, is larger than
+/// [`MAX_MANIFEST_BYTES`], is not UTF-8 or does not parse is reported by name and skipped.
+/// A file that defined a pod in `previous` and has turned bad keeps that pod as it was until
+/// the file is fixed or removed, as upstream's file source keeps a pod whose file it cannot
+/// process on a change; a path that cannot be listed keeps every pod of `previous`.
+pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSnapshot {
     let mut snapshot = SourceSnapshot {
         ready: true,
         ..Default::default()
@@ -77,6 +86,11 @@ pub fn scan(path: &Path, node_name: &str) -> SourceSnapshot {
     let files = match list_manifest_files(path) {
         Ok(files) => files,
         Err(error) => {
+            // Gone altogether: nothing to run (upstream sends an empty set). Unreadable: keep
+            // what ran, as upstream sends no update when it cannot list the path.
+            if error.kind() != std::io::ErrorKind::NotFound {
+                snapshot.pods = previous.pods.clone();
+            }
             snapshot.errors.push(ManifestError {
                 file: path.to_path_buf(),
                 message: format!("cannot read the static pod path: {error}"),
@@ -84,62 +98,126 @@ pub fn scan(path: &Path, node_name: &str) -> SourceSnapshot {
             return snapshot;
         }
     };
-    for (file, text) in files {
-        match manifest::load(&text, &file, node_name) {
+    for file in files {
+        let loaded = match read_manifest(&file) {
+            Ok(None) => continue,
+            Ok(Some(text)) => manifest::load(&text, &file, node_name).map_err(|p| p.to_string()),
+            Err(message) => Err(message),
+        };
+        let message = match loaded {
             Ok(pod) => {
-                let name = pod.metadata.name.clone();
-                let namespace = pod.metadata.namespace.clone();
-                let duplicate = snapshot
-                    .pods
-                    .iter()
-                    .find(|p| p.pod.metadata.name == name && p.pod.metadata.namespace == namespace);
-                match duplicate {
-                    Some(first) => snapshot.errors.push(ManifestError {
-                        message: format!(
-                            "field `metadata.name`: pod {:?} is already defined by {}",
-                            name.unwrap_or_default(),
-                            first.file.display()
-                        ),
-                        file,
-                    }),
-                    None => snapshot.pods.push(StaticPod { file, pod }),
-                }
+                add_pod(&mut snapshot, StaticPod { file, pod });
+                continue;
             }
-            Err(problem) => snapshot.errors.push(ManifestError {
-                file,
-                message: problem.to_string(),
-            }),
+            Err(message) => message,
+        };
+        match previous.pods.iter().find(|p| p.file == file) {
+            Some(kept) => {
+                snapshot.errors.push(ManifestError {
+                    file,
+                    message: format!(
+                        "{message}; pod {:?} keeps running as the file last defined it",
+                        kept.pod.metadata.name.as_deref().unwrap_or_default()
+                    ),
+                });
+                add_pod(&mut snapshot, kept.clone());
+            }
+            None => snapshot.errors.push(ManifestError { file, message }),
         }
     }
     snapshot
 }
 
-/// Manifest files and their text, in name order; hidden files are skipped as upstream.
-fn list_manifest_files(path: &Path) -> std::io::Result<Vec<(PathBuf, String)>> {
-    if path.is_file() {
-        return Ok(vec![(path.to_path_buf(), std::fs::read_to_string(path)?)]);
+/// Adds `pod` unless an earlier file already defined a pod of that name and namespace.
+fn add_pod(snapshot: &mut SourceSnapshot, pod: StaticPod) {
+    let meta = &pod.pod.metadata;
+    let duplicate = snapshot
+        .pods
+        .iter()
+        .find(|p| p.pod.metadata.name == meta.name && p.pod.metadata.namespace == meta.namespace);
+    match duplicate {
+        Some(first) => snapshot.errors.push(ManifestError {
+            message: format!(
+                "field `metadata.name`: pod {:?} is already defined by {}",
+                meta.name.as_deref().unwrap_or_default(),
+                first.file.display()
+            ),
+            file: pod.file,
+        }),
+        None => snapshot.pods.push(pod),
     }
-    let dir = Dir::open_ambient_dir(path, ambient_authority())?;
+}
+
+/// The manifest files under `path`, in name order; hidden files are skipped as upstream.
+/// Every other entry is listed, whatever its type, so that one that cannot be used is named.
+fn list_manifest_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if std::fs::metadata(path)?.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
     let mut names = Vec::new();
-    for entry in dir.entries()? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !entry.file_type()?.is_file() {
-            continue;
+    for entry in std::fs::read_dir(path)? {
+        let name = entry?.file_name();
+        if !name.as_encoded_bytes().starts_with(b".") {
+            names.push(name);
         }
-        names.push(name);
     }
     names.sort();
-    let mut files = Vec::new();
-    for name in names {
-        match dir.read_to_string(&name) {
-            Ok(text) => files.push((path.join(&name), text)),
-            // Removed between listing and reading: the next event rescans.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+    Ok(names.into_iter().map(|name| path.join(name)).collect())
+}
+
+/// The text of one manifest: `Ok(None)` if it went between listing and reading (the next
+/// event rescans), `Err` saying why it cannot be used. Symlinks are followed, as upstream.
+pub fn read_manifest(file: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, so a FIFO cannot hold the scan; the type is checked on the opened file.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(file);
+    let handle = match opened {
+        Ok(handle) => handle,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::read_link(file) {
+                Ok(target) => Err(format!(
+                    "is a symlink to {}, which does not exist",
+                    target.display()
+                )),
+                Err(_) => Ok(None),
+            };
         }
+        Err(e) => return Err(format!("cannot open: {e}")),
+    };
+    let metadata = handle
+        .metadata()
+        .map_err(|e| format!("cannot read its metadata: {e}"))?;
+    if metadata.is_dir() {
+        return Err("is a directory; the static pod path is not read recursively".into());
     }
-    Ok(files)
+    if !metadata.is_file() {
+        return Err("is not a regular file".into());
+    }
+    let too_large = |size: u64| {
+        format!("is {size} bytes, more than the {MAX_MANIFEST_BYTES} bytes a manifest may hold")
+    };
+    if metadata.len() > MAX_MANIFEST_BYTES {
+        return Err(too_large(metadata.len()));
+    }
+    // Bounded again while reading, for a file that grows after the check.
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    handle
+        .take(MAX_MANIFEST_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        format!(
+            "is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Runs the static source until the receiver side is dropped.
@@ -159,9 +237,15 @@ pub async fn run_static_source(
         let snapshot = {
             let path = path.clone();
             let node_name = node_name.clone();
-            tokio::task::spawn_blocking(move || scan(&path, &node_name))
-                .await
-                .unwrap_or_default()
+            let previous = publish.borrow().clone();
+            match tokio::task::spawn_blocking(move || scan(&path, &node_name, &previous)).await {
+                Ok(snapshot) => snapshot,
+                // The scan panicked (a bug): keep what the node runs rather than drop it all.
+                Err(error) => {
+                    warn!(%error, "static pod scan failed; keeping the pods of the last scan");
+                    (**publish.borrow()).clone()
+                }
+            }
         };
         if snapshot.errors != last_errors {
             for error in &snapshot.errors {
@@ -232,7 +316,7 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("c-dup.yaml"), good).unwrap();
         std::fs::write(dir.path().join(".hidden.yaml"), "garbage").unwrap();
-        let snapshot = scan(dir.path(), "node");
+        let snapshot = scan(dir.path(), "node", &SourceSnapshot::default());
         assert!(snapshot.ready);
         assert_eq!(snapshot.pods.len(), 1);
         assert_eq!(
@@ -257,8 +341,154 @@ mod tests {
 
     #[test]
     fn missing_directory_is_an_error_not_a_panic() {
-        let snapshot = scan(Path::new("/nonexistent/wasmlet-manifests"), "node");
+        let snapshot = scan(
+            Path::new("/nonexistent/wasmlet-manifests"),
+            "node",
+            &SourceSnapshot::default(),
+        );
         assert!(snapshot.pods.is_empty());
         assert_eq!(snapshot.errors.len(), 1);
+    }
+
+    const GOOD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: good}\nspec:\n  containers: [{name: c, image: busybox:local}]\n";
+
+    fn pod_yaml(name: &str) -> String {
+        GOOD.replace("name: good", &format!("name: {name}"))
+    }
+
+    /// An alias bomb: nine levels of nine references, 9^9 strings once expanded, in the one
+    /// field of a pod that takes any JSON (`managedFields[].fieldsV1`), so it is expanded.
+    pub(crate) fn alias_bomb() -> String {
+        let mut text = String::from("apiVersion: v1\nkind: Pod\n");
+        text.push_str("x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..9 {
+            let previous = format!("*x{}", level - 1);
+            let refs = [previous.as_str(); 9].join(", ");
+            text.push_str(&format!("x{level}: &x{level} [{refs}]\n"));
+        }
+        text.push_str("metadata: {name: bomb, managedFields: [{fieldsV1: *x8}]}\n");
+        text.push_str("spec:\n  containers: [{name: c, image: busybox:local}]\n");
+        text
+    }
+
+    fn error_for<'a>(snapshot: &'a SourceSnapshot, name: &str) -> &'a ManifestError {
+        snapshot
+            .errors
+            .iter()
+            .find(|e| e.file.file_name().is_some_and(|f| f == name))
+            .unwrap_or_else(|| panic!("no error for {name}: {:?}", snapshot.errors))
+    }
+
+    #[test]
+    fn each_unusable_file_is_named_and_the_others_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        std::fs::write(path.join("a-good.yaml"), pod_yaml("a")).unwrap();
+        std::fs::write(path.join("latin1.yaml"), b"metadata: {name: caf\xe9}\n").unwrap();
+        std::fs::create_dir(path.join("subdir.yaml")).unwrap();
+        std::os::unix::fs::symlink(path.join("nowhere.yaml"), path.join("dangling.yaml")).unwrap();
+        // A symlink loop fails to open for root too, as a permission error would for others.
+        std::os::unix::fs::symlink("loop.yaml", path.join("loop.yaml")).unwrap();
+        let big = std::fs::File::create(path.join("big.yaml")).unwrap();
+        big.set_len(MAX_MANIFEST_BYTES + 1).unwrap();
+        let fifo =
+            std::ffi::CString::new(path.join("fifo.yaml").into_os_string().into_encoded_bytes())
+                .unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(path.join("bomb.yaml"), alias_bomb()).unwrap();
+        std::fs::write(path.join("z-good.yaml"), pod_yaml("z")).unwrap();
+        std::os::unix::fs::symlink(path.join("z-good.yaml"), path.join("link.yaml")).unwrap();
+
+        let started = std::time::Instant::now();
+        let snapshot = scan(path, "node", &SourceSnapshot::default());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        let names: Vec<_> = snapshot
+            .pods
+            .iter()
+            .map(|p| p.pod.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["a-node", "z-node"], "{:?}", snapshot.errors);
+        let expect = |file: &str, words: &str| {
+            let error = error_for(&snapshot, file);
+            assert!(error.message.contains(words), "{file}: {}", error.message);
+        };
+        expect("latin1.yaml", "not UTF-8 text (invalid byte at offset 20)");
+        expect("subdir.yaml", "is a directory");
+        expect("dangling.yaml", "which does not exist");
+        expect("loop.yaml", "cannot open");
+        expect("big.yaml", "more than the 1048576 bytes");
+        expect("fifo.yaml", "not a regular file");
+        expect("bomb.yaml", "limit exceeded");
+        // The symlink to a good file is read (upstream follows symlinks), so the file it
+        // points to, read after it, duplicates it.
+        expect("z-good.yaml", "link.yaml");
+        assert_eq!(snapshot.errors.len(), 8, "{:?}", snapshot.errors);
+    }
+
+    #[test]
+    fn a_file_that_turns_bad_keeps_its_pod_until_fixed_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, pod_yaml("a")).unwrap();
+        std::fs::write(&b, pod_yaml("b")).unwrap();
+        let first = scan(dir.path(), "node", &SourceSnapshot::default());
+        assert_eq!(first.pods.len(), 2);
+
+        std::fs::write(&a, b"\xff\xfe").unwrap();
+        std::fs::write(&b, "spec: [").unwrap();
+        let broken = scan(dir.path(), "node", &first);
+        assert_eq!(broken.pods, first.pods, "both pods kept as they were");
+        assert!(error_for(&broken, "a.yaml")
+            .message
+            .contains("keeps running"));
+        assert!(error_for(&broken, "b.yaml")
+            .message
+            .contains("keeps running"));
+        // Still broken on the next scan: still kept.
+        let again = scan(dir.path(), "node", &broken);
+        assert_eq!(again.pods, first.pods);
+
+        std::fs::write(&a, pod_yaml("a2")).unwrap();
+        std::fs::remove_file(&b).unwrap();
+        let fixed = scan(dir.path(), "node", &again);
+        let names: Vec<_> = fixed
+            .pods
+            .iter()
+            .map(|p| p.pod.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["a2-node"]);
+        assert!(fixed.errors.is_empty(), "{:?}", fixed.errors);
+
+        // A file never valid keeps nothing.
+        std::fs::write(&b, "spec: [").unwrap();
+        let new_bad = scan(dir.path(), "node", &fixed);
+        assert_eq!(new_bad.pods.len(), 1);
+        assert!(!error_for(&new_bad, "b.yaml")
+            .message
+            .contains("keeps running"));
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_listed_keeps_every_pod_and_a_missing_one_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), pod_yaml("a")).unwrap();
+        let first = scan(dir.path(), "node", &SourceSnapshot::default());
+        assert_eq!(first.pods.len(), 1);
+        // Not a directory (ENOTDIR on listing), as an unreadable one is for a non-root user.
+        let fifo = dir.path().join("fifo");
+        let c_path =
+            std::ffi::CString::new(fifo.clone().into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let unlistable = scan(&fifo, "node", &first);
+        assert_eq!(unlistable.pods, first.pods);
+        assert_eq!(unlistable.errors.len(), 1, "{:?}", unlistable.errors);
+        let missing = scan(&dir.path().join("missing"), "node", &first);
+        assert!(missing.pods.is_empty());
     }
 }

@@ -245,3 +245,206 @@ fn a_manifest_removed_and_put_back_runs_again_after_the_old_instance_terminated(
         assert_eq!(node.sandboxes(Some(name)).len(), 1, "{name}: one sandbox");
     }
 }
+
+/// Files that cannot be read at all (not UTF-8, a directory, a dangling symlink, past the
+/// 1 MiB cap, an alias bomb) are each named in `/manifests` and the log and skipped; a file
+/// that was valid and turns unreadable keeps its pod untouched until it is removed.
+#[test]
+fn unreadable_manifests_are_named_and_a_valid_one_that_turns_bad_keeps_its_pod() {
+    let node = Node::start("t-unreadable");
+    node.write_manifest("good.yaml", &busybox_pod("good", "", "exec sleep 3600"));
+    node.write_manifest(
+        "turns-bad.yaml",
+        &busybox_pod(
+            "turnsbad",
+            "  terminationGracePeriodSeconds: 2\n",
+            "exec sleep 3600",
+        ),
+    );
+    let started_at = |pod: &serde_json::Value| {
+        pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone()
+    };
+    let good = started_at(&node.wait_phase("good", "Running", Duration::from_secs(30)));
+    let turns_bad = node.wait_phase("turnsbad", "Running", Duration::from_secs(30));
+    let turns_bad_uid = turns_bad["metadata"]["uid"].clone();
+    let turns_bad_started = started_at(&turns_bad);
+
+    let manifests = &node.manifests;
+    std::fs::write(
+        manifests.join("latin1.yaml"),
+        b"metadata: {name: caf\xe9}\n",
+    )
+    .unwrap();
+    std::fs::create_dir(manifests.join("subdir.yaml")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/pod.yaml", manifests.join("dangling.yaml")).unwrap();
+    let big = std::fs::File::create(manifests.join("big.yaml")).unwrap();
+    big.set_len(20 << 20).unwrap();
+    // Expanded into the one field that takes any JSON (`managedFields[].fieldsV1`).
+    let mut bomb = String::from("apiVersion: v1\nkind: Pod\n");
+    bomb.push_str("x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for level in 1..9 {
+        let alias = format!("*x{}", level - 1);
+        let refs = [alias.as_str(); 9].join(", ");
+        bomb.push_str(&format!("x{level}: &x{level} [{refs}]\n"));
+    }
+    bomb.push_str("metadata: {name: bomb, managedFields: [{fieldsV1: *x8}]}\n");
+    bomb.push_str("spec: {containers: [{name: c, image: busybox}]}\n");
+    node.write_manifest("bomb.yaml", &bomb);
+    // The file of a running pod becomes unreadable.
+    std::fs::write(manifests.join("turns-bad.yaml"), b"\xff\xfe\x00").unwrap();
+
+    let expected = [
+        ("latin1.yaml", "not UTF-8"),
+        ("subdir.yaml", "is a directory"),
+        ("dangling.yaml", "does not exist"),
+        ("big.yaml", "more than the 1048576 bytes"),
+        ("bomb.yaml", "limit exceeded"),
+        ("turns-bad.yaml", "keeps running"),
+    ];
+    let errors = node.wait_for(
+        "each bad file to be reported",
+        Duration::from_secs(15),
+        |n| {
+            let report = n.get_json("/manifests");
+            let errors = report["errors"].as_array()?.clone();
+            (errors.len() == expected.len()).then_some(errors)
+        },
+    );
+    for (file, words) in expected {
+        let error = errors
+            .iter()
+            .find(|e| e["file"].as_str().is_some_and(|f| f.ends_with(file)))
+            .unwrap_or_else(|| panic!("{file} not reported: {errors:?}"));
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(words), "{file}: {message}");
+    }
+    let log = node.log();
+    for (file, _) in expected {
+        assert!(log.contains(file), "the log names {file}");
+    }
+
+    // Nothing else moved: both pods run as they did, the one whose file went bad included.
+    std::thread::sleep(Duration::from_secs(2));
+    for (name, started) in [("good", &good), ("turnsbad", &turns_bad_started)] {
+        let pod = node.pod(name).unwrap_or_else(|| panic!("{name} is gone"));
+        assert_eq!(pod["status"]["phase"], "Running", "{name}");
+        assert_eq!(&started_at(&pod), started, "{name} was not restarted");
+        assert_eq!(pod["status"]["containerStatuses"][0]["restartCount"], 0);
+    }
+    assert_eq!(
+        node.pod("turnsbad").unwrap()["metadata"]["uid"],
+        turns_bad_uid
+    );
+    assert_eq!(node.containers(Some("turnsbad")).len(), 1);
+
+    // Removed, the file's pod goes.
+    node.remove_manifest("turns-bad.yaml");
+    node.wait_for(
+        "the pod of the removed file to go",
+        Duration::from_secs(20),
+        |n| {
+            (n.pod("turnsbad").is_none() && n.containers(Some("turnsbad")).is_empty()).then_some(())
+        },
+    );
+    assert_eq!(started_at(&node.pod("good").unwrap()), good);
+}
+
+/// Every way a UID comes back while its old instance terminates: put back at delays that
+/// straddle the end of the termination (the worker still stopping, just finished, forgotten),
+/// and a manifest edited and reverted (twice: the last version wins). Each ends with exactly
+/// one instance running, the one the directory holds.
+#[test]
+fn a_uid_that_comes_back_during_termination_runs_once_the_old_instance_is_gone() {
+    let node = Node::start("t-comeback");
+    // A preStop hook of 1 s, then PID 1 ignores SIGTERM: each termination takes the 2 s grace.
+    let manifest = |name: &str, version: &str| {
+        busybox_pod(
+            name,
+            "  terminationGracePeriodSeconds: 2\n",
+            &format!("echo {version}; exec sleep 3600"),
+        )
+        .replace(
+            "    command:",
+            "    lifecycle: {preStop: {exec: {command: [sleep, '1']}}}\n    command:",
+        )
+    };
+    let delays = [
+        ("d-quick", 20),
+        ("d-hook", 500),
+        ("d-grace", 1500),
+        ("d-end", 2100),
+        ("d-after", 2600),
+        ("d-later", 4500),
+    ];
+    for (name, _) in delays {
+        node.write_manifest(&format!("{name}.yaml"), &manifest(name, "v1"));
+    }
+    node.write_manifest("flip.yaml", &manifest("flip", "v1"));
+    node.write_manifest("flop.yaml", &manifest("flop", "v1"));
+    let mut old = Vec::new();
+    for name in delays.iter().map(|(n, _)| *n).chain(["flip", "flop"]) {
+        let pod = node.wait_phase(name, "Running", Duration::from_secs(40));
+        let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+        let id = node.containers(Some(name))[0].id.clone();
+        old.push((name, uid, id));
+    }
+    assert!(
+        node.pod("d-quick").unwrap()["spec"]["containers"][0]["lifecycle"]["preStop"].is_object(),
+        "the preStop hook is in the spec"
+    );
+    let removed = Instant::now();
+    for (name, _) in delays {
+        node.remove_manifest(&format!("{name}.yaml"));
+    }
+    // flip: v1 -> v2 -> v1 (its first UID comes back); flop: v1 -> v2 -> v1 -> v2.
+    node.write_manifest("flip.yaml", &manifest("flip", "v2"));
+    node.write_manifest("flop.yaml", &manifest("flop", "v2"));
+    std::thread::sleep(Duration::from_millis(300));
+    node.write_manifest("flip.yaml", &manifest("flip", "v1"));
+    node.write_manifest("flop.yaml", &manifest("flop", "v1"));
+    std::thread::sleep(Duration::from_millis(300));
+    node.write_manifest("flop.yaml", &manifest("flop", "v2"));
+    for (name, delay_ms) in delays {
+        let at = removed + Duration::from_millis(delay_ms);
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        node.write_manifest(&format!("{name}.yaml"), &manifest(name, "v1"));
+    }
+    let want_version = |name: &str| if name == "flop" { "v2" } else { "v1" };
+    for (name, uid, old_id) in &old {
+        let pod = node.wait_for(
+            &format!("{name} to run again"),
+            Duration::from_secs(30),
+            |n| {
+                let pod = n.pod(name)?;
+                let command = pod["spec"]["containers"][0]["command"][2].as_str()?;
+                let running = pod["status"]["phase"] == "Running"
+                    && pod["metadata"]["deletionTimestamp"].is_null()
+                    && command.starts_with(&format!("echo {}", want_version(name)));
+                let containers = n.containers(Some(name));
+                // A removal the scan saw replaced the container; one it missed kept it.
+                let replaced =
+                    *name == "d-quick" || containers.first().is_some_and(|c| c.id != *old_id);
+                (running && containers.len() == 1 && replaced).then_some(pod)
+            },
+        );
+        if *name != "flop" {
+            assert_eq!(pod["metadata"]["uid"], uid.as_str(), "{name}: the same UID");
+        }
+        let sandboxes = node.sandboxes(Some(name));
+        assert_eq!(sandboxes.len(), 1, "{name}: one sandbox");
+        assert_eq!(
+            sandboxes[0].labels["io.kubernetes.pod.uid"],
+            pod["metadata"]["uid"].as_str().unwrap(),
+            "{name}: the sandbox is the running instance's"
+        );
+    }
+    // Still there a while later: nothing terminates the restarted instances.
+    std::thread::sleep(Duration::from_secs(3));
+    for (name, _, _) in &old {
+        let pod = node
+            .pod(name)
+            .unwrap_or_else(|| panic!("{name} left /pods"));
+        assert_eq!(pod["status"]["phase"], "Running", "{name}");
+        assert_eq!(node.containers(Some(name)).len(), 1, "{name}");
+    }
+}

@@ -128,7 +128,7 @@ pub fn parse_value(text: &str) -> Result<ThresholdValue, ThresholdValueError> {
     if milli < 0 {
         return Err(ThresholdValueError::Negative { text: text.into() });
     }
-    let value = i64::try_from((milli + 999) / 1000)
+    let value = i64::try_from(milli.saturating_add(999) / 1000)
         .map_err(|_| ThresholdValueError::TooLarge { text: text.into() })?;
     Ok(ThresholdValue::Quantity(value))
 }

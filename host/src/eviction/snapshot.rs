@@ -30,7 +30,7 @@ fn pod_request_bytes(pod: &Pod, resource: &str) -> u64 {
         })
         .filter_map(|q| resources::bytes(&q).ok())
         .map(|b| b.max(0) as u64)
-        .sum()
+        .fold(0, u64::saturating_add)
 }
 
 /// Sum of the pod's container CPU requests, in millicores.
@@ -41,7 +41,7 @@ fn pod_request_cpu_millis(pod: &Pod) -> u64 {
         .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get("cpu").cloned())
         .filter_map(|q| resources::cpu_millis(&q).ok())
         .map(|m| m.max(0) as u64)
-        .sum()
+        .fold(0, u64::saturating_add)
 }
 
 impl EvictionManager {

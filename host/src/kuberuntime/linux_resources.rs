@@ -16,6 +16,8 @@ pub struct LinuxResources {
 
 const CPU_PERIOD: i64 = 100_000;
 const MIN_SHARES: i64 = 2;
+/// The largest cpu.shares, as upstream's `MilliCPUToShares` caps it.
+const MAX_SHARES: i64 = 262_144;
 const MIN_QUOTA: i64 = 1000;
 
 /// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
@@ -32,18 +34,20 @@ pub fn linux_resources(
     let memory_request = requests.get("memory").map(bytes).transpose()?.unwrap_or(0);
     let memory_limit = limits.get("memory").map(bytes).transpose()?.unwrap_or(0);
     let cpu_shares = match cpu_request {
-        Some(milli) if milli > 0 => (milli * 1024 / 1000).max(MIN_SHARES),
+        Some(milli) if milli > 0 => {
+            (milli.saturating_mul(1024) / 1000).clamp(MIN_SHARES, MAX_SHARES)
+        }
         _ => MIN_SHARES,
     };
     let cpu_quota = match cpu_limit {
-        Some(milli) if milli > 0 => (milli * CPU_PERIOD / 1000).max(MIN_QUOTA),
+        Some(milli) if milli > 0 => (milli.saturating_mul(CPU_PERIOD) / 1000).max(MIN_QUOTA),
         _ => 0,
     };
     let oom_score_adj = match qos {
         QosClass::Guaranteed => -997,
         QosClass::BestEffort => 1000,
         QosClass::Burstable => {
-            let adj = 1000 - 1000 * memory_request / node_memory_bytes.max(1);
+            let adj = 1000 - memory_request.saturating_mul(1000) / node_memory_bytes.max(1);
             adj.clamp(2, 999)
         }
     };
@@ -78,5 +82,18 @@ mod tests {
             (none.cpu_shares, none.cpu_quota, none.oom_score_adj),
             (2, 0, 1000)
         );
+    }
+
+    #[test]
+    fn the_largest_amounts_saturate_instead_of_wrapping() {
+        let max = "9223372036854775807m";
+        let c = container(
+            &[("cpu", max), ("memory", "9223372036854775807")],
+            &[("cpu", max)],
+        );
+        let r = linux_resources(&c, QosClass::Burstable, 1 << 30).unwrap();
+        assert_eq!(r.cpu_shares, MAX_SHARES);
+        assert!(r.cpu_quota >= MIN_QUOTA, "{}", r.cpu_quota);
+        assert_eq!(r.oom_score_adj, 2);
     }
 }

@@ -31,7 +31,8 @@ pub enum QuantityError {
         /// The quantity as written.
         text: String,
     },
-    /// The value in thousandths does not fit in 128 bits.
+    /// The value in thousandths does not fit in 128 bits, or is so large (past 10^37
+    /// thousandths) that digits beyond an i128's would change it.
     #[error("quantity {text:?} is too large")]
     TooLarge {
         /// The quantity as written.
@@ -94,33 +95,51 @@ pub fn parse_milli(text: &str) -> Result<i128, QuantityError> {
         return Err(QuantityError::InvalidNumber { text: text.into() });
     }
     // value = (whole.fraction) * scale * 10^exponent * 1000, rounded up as Kubernetes rounds.
+    // Zeros that add nothing are dropped first, so `1.000…0` is 1 however many zeros it has.
     let too_large = || QuantityError::TooLarge { text: text.into() };
-    let digits: String = format!("{whole}{fraction}");
-    let mut value: i128 = digits
-        .parse::<i128>()
-        .map_err(|_| too_large())?
-        .checked_mul(mantissa_scale)
-        .ok_or_else(too_large)?;
+    let fraction = fraction.trim_end_matches('0');
+    let digits = format!("{whole}{fraction}");
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
     // In i64, so no exponent overflows; bounded, so no exponent costs more than ~40 steps: an
     // i128 holds at most 10^38, and dividing by more than 10^40 leaves what rounds up to 1.
     let mut power = i64::from(exponent) + 3 - fraction.len() as i64;
-    if value == 0 {
-        return Ok(0);
-    }
-    if power > 38 {
+    // The digits an i128 holds once scaled are kept; the rest can only round the result up
+    // (a value past them, once multiplied back, is beyond any amount wasmlet reads).
+    let headroom = match mantissa_scale {
+        1 => 0,
+        scale => scale.ilog10() as usize + 1,
+    };
+    let room = 38 - headroom;
+    let (kept, dropped) = significant.split_at(significant.len().min(room));
+    let inexact = dropped.bytes().any(|b| b != b'0');
+    power += dropped.len() as i64;
+    if power > 38 || (inexact && power > 0) {
         return Err(too_large());
     }
     if power < -40 {
         return Ok(if negative { -1 } else { 1 });
     }
+    let mut value: i128 = kept
+        .parse::<i128>()
+        .map_err(|_| too_large())?
+        .checked_mul(mantissa_scale)
+        .ok_or_else(too_large)?;
+    // Rounded up once, from every digit divided away and every digit dropped.
+    let mut round_up = inexact;
     while power > 0 {
         value = value.checked_mul(10).ok_or_else(too_large)?;
         power -= 1;
     }
     while power < 0 {
-        let rounded_up = value % 10 != 0;
-        value = value / 10 + i128::from(rounded_up);
+        round_up |= value % 10 != 0;
+        value /= 10;
         power += 1;
+    }
+    if round_up {
+        value = value.checked_add(1).ok_or_else(too_large)?;
     }
     Ok(if negative { -value } else { value })
 }
@@ -196,5 +215,91 @@ mod tests {
             r#"quantity "1e100" is too large"#,
             "overflows i128"
         );
+    }
+
+    #[test]
+    fn absurd_quantities_answer_within_a_millisecond() {
+        let long_fraction = format!("1.{}", "0".repeat(10_000));
+        let long_zeros = format!("{}1", "0".repeat(10_000));
+        let tiny = format!("0.{}1", "0".repeat(10_000));
+        let nines = "9".repeat(10_000);
+        let many_points = ".".repeat(10_000);
+        let exponent_digits = format!("1e{}", "9".repeat(10_000));
+        let cases = [
+            long_fraction.as_str(),
+            &long_zeros,
+            &tiny,
+            &nines,
+            &many_points,
+            &exponent_digits,
+            "1e2147483647",
+            "-1e2147483647",
+            "1e-2147483648",
+            "170141183460469231731687303715884105727",
+        ];
+        for text in cases {
+            let started = std::time::Instant::now();
+            let result = parse_milli(text);
+            let took = started.elapsed();
+            assert!(
+                took < std::time::Duration::from_millis(1),
+                "{:.20}: {took:?}",
+                text
+            );
+            if let Err(error) = result {
+                assert!(error.to_string().starts_with("quantity "), "{error}");
+            }
+        }
+        assert_eq!(parse_milli(&long_fraction), Ok(1000), "zeros add nothing");
+        assert_eq!(parse_milli(&long_zeros), Ok(1000));
+        assert_eq!(parse_milli(&tiny), Ok(1), "rounds up");
+        assert!(parse_milli(&nines).is_err());
+        assert!(parse_milli(&many_points).is_err());
+        assert!(parse_milli(&exponent_digits).is_err());
+        assert_eq!(parse_milli("0.000"), Ok(0));
+        assert_eq!(parse_milli("-0.5"), Ok(-500));
+    }
+
+    /// The fastest of three runs, so a busy machine's scheduling does not count.
+    fn fastest_parse(text: &str) -> (Result<i128, QuantityError>, std::time::Duration) {
+        let mut best = std::time::Duration::MAX;
+        let mut result = Err(QuantityError::NoNumber {
+            text: String::new(),
+        });
+        for _ in 0..3 {
+            let started = std::time::Instant::now();
+            result = parse_milli(text);
+            best = best.min(started.elapsed());
+        }
+        (result, best)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, failure_persistence: None, ..Default::default() })]
+
+        #[test]
+        fn any_text_parses_or_is_refused_at_once(text in "[-+0-9.eEKMGTPimnuk ]{0,300}|.{0,100}") {
+            let (result, took) = fastest_parse(&text);
+            proptest::prop_assert!(took < std::time::Duration::from_millis(1), "{took:?}");
+            if let Err(error) = result {
+                proptest::prop_assert!(error.to_string().starts_with("quantity "), "{}", error);
+            }
+        }
+
+        #[test]
+        fn whole_numbers_read_exactly(n in -1_000_000_000_000_000i64..1_000_000_000_000_000) {
+            let n = i128::from(n);
+            proptest::prop_assert_eq!(parse_milli(&n.to_string()), Ok(n * 1000));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}m")), Ok(n));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}Ki")), Ok(n * 1024 * 1000));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}k")), Ok(n * 1_000_000));
+            proptest::prop_assert_eq!(parse_milli(&format!("{n}e0")), Ok(n * 1000));
+        }
+
+        #[test]
+        fn decimals_read_exactly(whole in 0u32..1_000_000, milli in 0u32..1000, zeros in 0usize..50) {
+            let text = format!("{whole}.{milli:03}{}", "0".repeat(zeros));
+            proptest::prop_assert_eq!(parse_milli(&text), Ok(i128::from(whole) * 1000 + i128::from(milli)));
+        }
     }
 }

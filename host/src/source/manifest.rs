@@ -2,7 +2,8 @@
 //! the defaults and identity the upstream file source gives it (`pkg/kubelet/config/common.go`).
 
 use crate::config::is_dns_subdomain;
-use k8s_openapi::api::core::v1::{Container, Pod, PodStatus, Toleration};
+use k8s_openapi::api::core::v1::{Container, Pod, PodStatus, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -114,6 +115,10 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
             "must not be negative",
         ));
     }
+    for (name, quantity) in spec.overhead.iter().flatten() {
+        quantity_milli(&format!("spec.overhead[{name}]"), quantity)?;
+    }
+    validate_resources(spec.resources.as_ref(), "spec.resources")?;
     let mut volume_names = HashSet::new();
     for (i, volume) in spec.volumes.iter().flatten().enumerate() {
         if !is_dns_label(&volume.name) || !volume_names.insert(volume.name.clone()) {
@@ -121,6 +126,30 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
                 format!("spec.volumes[{i}].name"),
                 format!("{:?} is not a unique DNS label", volume.name),
             ));
+        }
+        if let Some(limit) = volume
+            .empty_dir
+            .as_ref()
+            .and_then(|e| e.size_limit.as_ref())
+        {
+            quantity_milli(&format!("spec.volumes[{i}].emptyDir.sizeLimit"), limit)?;
+        }
+        let items = volume
+            .downward_api
+            .iter()
+            .flat_map(|d| d.items.iter().flatten());
+        for (j, item) in items.enumerate() {
+            let divisor = item
+                .resource_field_ref
+                .as_ref()
+                .and_then(|r| r.divisor.as_ref());
+            if let Some(divisor) = divisor {
+                let field =
+                    format!("spec.volumes[{i}].downwardAPI.items[{j}].resourceFieldRef.divisor");
+                if quantity_milli(&field, divisor)? == 0 {
+                    return Err(problem(field, "must be greater than 0"));
+                }
+            }
         }
     }
     let groups = [
@@ -183,6 +212,7 @@ fn validate_container(
     if container.image.as_deref().unwrap_or("").is_empty() {
         return Err(problem(format!("{path}.image"), "is required"));
     }
+    validate_resources(container.resources.as_ref(), &format!("{path}.resources"))?;
     if let Some(policy) = &container.image_pull_policy {
         if !["Always", "IfNotPresent", "Never"].contains(&policy.as_str()) {
             return Err(problem(
@@ -231,6 +261,59 @@ fn validate_container(
             format!("{path}.envFrom"),
             "envFrom needs an API server; static pods cannot use it",
         ));
+    }
+    Ok(())
+}
+
+/// A quantity of the manifest in thousandths of its unit; negative amounts are refused, as the
+/// API server refuses them. The parse is bounded (no exponent or digit string makes it slow).
+fn quantity_milli(field: &str, quantity: &Quantity) -> Result<i128, ManifestProblem> {
+    match crate::resources::parse_milli(&quantity.0) {
+        Ok(milli) if milli < 0 => Err(problem(
+            field,
+            format!(
+                "quantity {:?} must be greater than or equal to 0",
+                quantity.0
+            ),
+        )),
+        Ok(milli) => Ok(milli),
+        Err(error) => Err(problem(field, error.to_string())),
+    }
+}
+
+/// Requests and limits (`<path>.requests[cpu]`): each a valid, non-negative quantity, and no
+/// request above its limit, as upstream's `ValidateResourceRequirements`.
+fn validate_resources(
+    resources: Option<&ResourceRequirements>,
+    path: &str,
+) -> Result<(), ManifestProblem> {
+    let Some(resources) = resources else {
+        return Ok(());
+    };
+    let mut limits = BTreeMap::new();
+    for (name, quantity) in resources.limits.iter().flatten() {
+        limits.insert(
+            name,
+            quantity_milli(&format!("{path}.limits[{name}]"), quantity)?,
+        );
+    }
+    for (name, quantity) in resources.requests.iter().flatten() {
+        let field = format!("{path}.requests[{name}]");
+        let request = quantity_milli(&field, quantity)?;
+        if let Some(limit) = limits.get(name).filter(|limit| request > **limit) {
+            let limit_text = resources
+                .limits
+                .as_ref()
+                .and_then(|l| l.get(name))
+                .map_or_else(|| limit.to_string(), |q| q.0.clone());
+            return Err(problem(
+                field,
+                format!(
+                    "{:?} must be less than or equal to {name} limit of {limit_text}",
+                    quantity.0
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -316,6 +399,9 @@ fn apply_defaults(pod: &mut Pod, text: &str, file: &Path, node_name: &str) {
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -383,5 +469,66 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(default_pull_policy("busybox@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn quantities_are_checked_with_the_field_named() {
+        let with = |resources: &str| {
+            format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: x}}\nspec:\n  containers:\n  - name: c\n    image: b\n    resources: {resources}\n")
+        };
+        let check = |text: String, field: &str, words: &str| {
+            let started = std::time::Instant::now();
+            let err = load(&text, Path::new("/m/x.yaml"), "n").unwrap_err();
+            assert!(started.elapsed() < std::time::Duration::from_millis(50));
+            assert_eq!(err.field, field, "{err}");
+            assert!(err.reason.contains(words), "{err}");
+        };
+        check(
+            with("{limits: {cpu: 1e2147483647}}"),
+            "spec.containers[0].resources.limits[cpu]",
+            "too large",
+        );
+        let digits = "9".repeat(10_000);
+        check(
+            with(&format!("{{requests: {{memory: '{digits}'}}}}")),
+            "spec.containers[0].resources.requests[memory]",
+            "too large",
+        );
+        check(
+            with("{requests: {memory: 12x}}"),
+            "spec.containers[0].resources.requests[memory]",
+            "unknown suffix",
+        );
+        check(
+            with("{requests: {cpu: '-1'}}"),
+            "spec.containers[0].resources.requests[cpu]",
+            "greater than or equal to 0",
+        );
+        check(
+            with("{requests: {cpu: '2'}, limits: {cpu: 1500m}}"),
+            "spec.containers[0].resources.requests[cpu]",
+            "less than or equal to cpu limit of 1500m",
+        );
+        check(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  overhead: {memory: 1e99}\n  containers: [{name: c, image: b}]\n".into(),
+            "spec.overhead[memory]",
+            "too large",
+        );
+        check(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, emptyDir: {sizeLimit: 1Qi}}]\n  containers: [{name: c, image: b}]\n".into(),
+            "spec.volumes[0].emptyDir.sizeLimit",
+            "unknown suffix",
+        );
+        check(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, downwardAPI: {items: [{path: p, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: '0'}}]}}]\n  containers: [{name: c, image: b}]\n".into(),
+            "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.divisor",
+            "greater than 0",
+        );
+        assert!(load(
+            &with("{requests: {cpu: 500m}, limits: {cpu: '1', memory: 64Mi}}"),
+            Path::new("/m/x.yaml"),
+            "n"
+        )
+        .is_ok());
     }
 }
