@@ -6,6 +6,7 @@ mod admission;
 mod defaults;
 mod faults;
 mod hooks;
+mod hostile;
 mod probe;
 mod swap;
 mod wasi;

@@ -1,5 +1,15 @@
-//! The wasmtime engines plugins share, the on-disk cache of compiled components, and the
-//! epoch ticker that turns wall-clock deadlines into interrupts.
+//! The wasmtime engines plugins share, the on-disk cache of compiled components, the epoch
+//! ticker that turns wall-clock deadlines into interrupts, and the runtime plugin calls run on.
+//!
+//! A deadline has two halves. A guest running Wasm is stopped by the epoch: the ticker makes
+//! its store's epoch deadline trap. A guest blocked in a host call of WASI (a sleep, a
+//! `poll`, a read of a FIFO in a granted directory) runs no Wasm, so no epoch check is
+//! reached. Calls therefore run as futures (wasmtime's async calls, WASI's async host side),
+//! each under a `tokio::time::timeout` of the same deadline ([`PluginEngine::run_until`]):
+//! when it fires the call's future is dropped, which wasmtime turns into a trap unwinding
+//! the guest's fiber, and the instance is thrown away as after any trap. The future is polled
+//! on the calling (blocking) thread itself; the engine's own one-thread runtime only drives
+//! the timers and WASI's blocking-I/O pool, so a call never depends on the caller's runtime.
 //!
 //! Fuel metering is a compile-time setting of an engine and costs every call of every plugin
 //! compiled with it (about 16 % of a 110-pod ranking), so there are two engines: a metered one
@@ -52,6 +62,20 @@ pub struct PluginEngine {
     unmetered: Flavour,
     cache_dir: Option<PathBuf>,
     ticker: Arc<EpochTicker>,
+    runtime: Arc<CallRuntime>,
+}
+
+/// The runtime behind plugin calls' timers and WASI's blocking I/O. Shut down in the
+/// background when the last engine goes: dropping a runtime must not block, as the last
+/// engine may be dropped on an async executor.
+struct CallRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for CallRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// One engine and the key that keeps its cache entries apart from other engines' (other
@@ -139,6 +163,14 @@ impl PluginEngine {
             thread: thread.thread().clone(),
         });
         let _ = ticker_tx.send(Arc::downgrade(&ticker));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(16)
+            .thread_name("wasm-call")
+            .enable_time()
+            .enable_io()
+            .build()
+            .map_err(|e| EngineError(format!("cannot start the plugin call runtime: {e}")))?;
         if let Some(dir) = &cache_dir {
             std::fs::create_dir_all(dir).ok();
         }
@@ -147,7 +179,25 @@ impl PluginEngine {
             unmetered,
             cache_dir,
             ticker,
+            runtime: Arc::new(CallRuntime(Some(runtime))),
         })
+    }
+
+    /// Runs one plugin call's future on this thread until it completes or `limit` passes;
+    /// `None` when the limit passed, the future then dropped (a wasmtime call so dropped
+    /// unwinds its guest as a trap would). Blocks: call it off the async executor. It does
+    /// not use the caller's runtime, so it neither panics inside one nor needs one.
+    pub(crate) fn run_until<F: std::future::Future>(
+        &self,
+        limit: Duration,
+        future: F,
+    ) -> Option<F::Output> {
+        let Some(runtime) = &self.runtime.0 else {
+            return None;
+        };
+        // WASI's futures find their timers and blocking pool through the current runtime.
+        let _entered = runtime.enter();
+        futures_executor::block_on(tokio::time::timeout(limit, future)).ok()
     }
 
     /// Marks a call in progress until the guard drops, so epoch deadlines fire.
