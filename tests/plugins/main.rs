@@ -3,6 +3,7 @@
 //! contained, and hot swap under load. One binary, a module per feature.
 
 mod admission;
+mod cache;
 mod defaults;
 mod faults;
 mod hooks;

@@ -171,9 +171,13 @@ impl PluginEngine {
             .enable_io()
             .build()
             .map_err(|e| EngineError(format!("cannot start the plugin call runtime: {e}")))?;
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir).ok();
-        }
+        let cache_dir = cache_dir.filter(|dir| match private_dir(dir) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(cache = %dir.display(), %error, "compile cache disabled: its directory cannot be made private to this user");
+                false
+            }
+        });
         Ok(Self {
             metered,
             unmetered,
@@ -234,13 +238,20 @@ impl PluginEngine {
     ) -> Result<Component, CompileError> {
         let flavour = self.flavour(metered);
         if let Some(cached) = self.cache_path(flavour, sha256).filter(|p| p.exists()) {
-            // SAFETY: the cache holds only files this host wrote with `serialize` for this
-            // engine configuration (the file name carries the engine's compatibility hash);
-            // wasmtime checks the header and refuses a mismatched artifact.
-            match unsafe { Component::deserialize_file(&flavour.engine, &cached) } {
-                Ok(component) => return Ok(component),
+            match read_verified(&cached) {
+                // SAFETY: these bytes are, digest for digest, an artifact this host wrote with
+                // `serialize` for this engine configuration (the file name carries the
+                // engine's compatibility hash; wasmtime checks the header too), read once into
+                // memory so nothing can change them between the check and the load.
+                Ok(artifact) => match unsafe { Component::deserialize(&flavour.engine, &artifact) }
+                {
+                    Ok(component) => return Ok(component),
+                    Err(error) => {
+                        tracing::warn!(cache = %cached.display(), %error, "ignoring unusable compile cache entry; recompiling")
+                    }
+                },
                 Err(error) => {
-                    tracing::warn!(cache = %cached.display(), %error, "ignoring unusable compile cache entry")
+                    tracing::warn!(cache = %cached.display(), %error, "compile cache entry does not match the digest recorded when it was written; recompiling from the .wasm")
                 }
             }
         }
@@ -252,12 +263,8 @@ impl PluginEngine {
         if let Some(cached) = self.cache_path(flavour, sha256) {
             match component.serialize() {
                 Ok(artifact) => {
-                    let tmp = cached.with_extension("tmp");
-                    if std::fs::write(&tmp, artifact)
-                        .and_then(|()| std::fs::rename(&tmp, &cached))
-                        .is_err()
-                    {
-                        tracing::warn!(cache = %cached.display(), "cannot write the compile cache");
+                    if let Err(error) = write_verified(&cached, &artifact) {
+                        tracing::warn!(cache = %cached.display(), %error, "cannot write the compile cache");
                     }
                 }
                 Err(error) => tracing::warn!(%error, "cannot serialize a compiled component"),
@@ -287,4 +294,52 @@ impl PluginEngine {
         let sha256 = sha256_hex(&bytes);
         Ok((self.load(path, &bytes, &sha256, false)?, sha256))
     }
+}
+
+/// Creates `dir` (mode 0700) or makes an existing one 0700: compiled code is loaded without
+/// further checks of its instructions, so only this user may write there.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+    if mode != 0o700 {
+        return Err(std::io::Error::other(format!("mode is {mode:o}, not 700")));
+    }
+    Ok(())
+}
+
+/// The file beside a cache entry that records the sha256 of the artifact as written.
+fn digest_path(cached: &Path) -> PathBuf {
+    cached.with_extension("cwasm.sha256")
+}
+
+/// Writes `artifact` and its digest, each through a temporary file and a rename, artifact
+/// first: a crash in between leaves an entry whose digest does not match, which is recompiled.
+fn write_verified(cached: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    let write = |path: &Path, bytes: &[u8]| {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
+    };
+    write(cached, artifact)?;
+    write(&digest_path(cached), sha256_hex(artifact).as_bytes())
+}
+
+/// A cache entry's bytes, if their sha256 is the one recorded when wasmlet wrote them.
+fn read_verified(cached: &Path) -> Result<Vec<u8>, String> {
+    let recorded = std::fs::read_to_string(digest_path(cached))
+        .map_err(|e| format!("no recorded digest: {e}"))?;
+    let artifact = std::fs::read(cached).map_err(|e| format!("unreadable: {e}"))?;
+    let actual = sha256_hex(&artifact);
+    if actual != recorded.trim() {
+        return Err(format!(
+            "sha256 {actual} ({} bytes), recorded {}",
+            artifact.len(),
+            crate::cap::prefix(recorded.trim(), 64)
+        ));
+    }
+    Ok(artifact)
 }
