@@ -3,9 +3,11 @@
 //! contained, and hot swap under load. One binary, a module per feature.
 
 mod admission;
+mod cache;
 mod defaults;
 mod faults;
 mod hooks;
+mod hostile;
 mod probe;
 mod swap;
 mod wasi;

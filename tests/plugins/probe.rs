@@ -61,13 +61,15 @@ fn probe_plugin_checks_a_json_health_body_with_scoped_http() {
 }
 
 #[test]
-fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
-    let setup = registry(&plugin(
-        "faulty",
-        "probe-handler",
-        &wasm("guest_probe_fault"),
-        "  limits: {deadlineMs: 20}\n",
-    ));
+fn a_probe_plugin_runs_until_the_earlier_of_its_deadline_and_the_probe_timeout() {
+    let faulty = |deadline_ms: u64| {
+        registry(&plugin(
+            "faulty",
+            "probe-handler",
+            &wasm("guest_probe_fault"),
+            &format!("  limits: {{deadlineMs: {deadline_ms}}}\n"),
+        ))
+    };
     let request = |fault: &str, timeout_ms: u32| ProbeRequest {
         args: format!(r#"{{"fault": "{fault}"}}"#),
         timeout_ms,
@@ -84,12 +86,29 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
         deadline: Instant::now() + timeout,
         exec: None,
     };
+    let setup = faulty(20);
     let ok = setup.registry.probe(
         "faulty",
         &request("none", 500),
         scope(Duration::from_millis(500)),
     );
     assert_eq!(ok.outcome, ProbeOutcome::Success, "{}", ok.message);
+    // The plugin's 20 ms come before the probe's 300 ms.
+    let started = Instant::now();
+    let spun = setup.registry.probe(
+        "faulty",
+        &request("loop", 300),
+        scope(Duration::from_millis(300)),
+    );
+    let took = started.elapsed();
+    assert_eq!(spun.outcome, ProbeOutcome::Failure);
+    assert!(spun.message.contains("20 ms deadline"), "{}", spun.message);
+    assert!(
+        took < Duration::from_millis(250),
+        "the plugin's 20 ms, not the probe's 300 ms: {took:?}"
+    );
+    // The probe's 300 ms come before the plugin's 5 s.
+    let setup = faulty(5000);
     let started = Instant::now();
     let spun = setup.registry.probe(
         "faulty",
@@ -100,8 +119,8 @@ fn a_probe_plugin_runs_until_the_probe_timeout_not_the_plugin_deadline() {
     assert_eq!(spun.outcome, ProbeOutcome::Failure);
     assert!(spun.message.contains("deadline"), "{}", spun.message);
     assert!(
-        took >= Duration::from_millis(250),
-        "the probe's 300 ms, not the plugin's 20 ms: {took:?}"
+        took >= Duration::from_millis(250) && took < Duration::from_millis(2000),
+        "the probe's 300 ms, not the plugin's 5 s: {took:?}"
     );
     let missing = setup.registry.probe(
         "nope",

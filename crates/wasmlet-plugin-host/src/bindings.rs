@@ -9,6 +9,7 @@ pub mod eviction {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "eviction-policy",
+        exports: { default: async },
     });
 }
 
@@ -16,6 +17,7 @@ pub mod gc {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "gc-strategy",
+        exports: { default: async },
         with: {
             "wasmlet:plugin/types": crate::bindings::eviction::wasmlet::plugin::types,
             "wasmlet:plugin/host": crate::bindings::eviction::wasmlet::plugin::host,
@@ -28,6 +30,7 @@ pub mod probe {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "probe-handler",
+        exports: { default: async },
         with: {
             "wasmlet:plugin/types": crate::bindings::eviction::wasmlet::plugin::types,
             "wasmlet:plugin/host": crate::bindings::eviction::wasmlet::plugin::host,
@@ -39,6 +42,7 @@ pub mod hooks {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "lifecycle-hooks",
+        exports: { default: async },
         with: {
             "wasmlet:plugin/types": crate::bindings::eviction::wasmlet::plugin::types,
             "wasmlet:plugin/host": crate::bindings::eviction::wasmlet::plugin::host,
@@ -111,7 +115,7 @@ pub mod convert {
                 types::ProbeOutcome::Failure => records::ProbeOutcome::Failure,
                 types::ProbeOutcome::Unknown => records::ProbeOutcome::Unknown,
             },
-            message: r.message,
+            message: crate::cap::reason(r.message),
         }
     }
 

@@ -46,10 +46,11 @@ impl World {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Limits {
-    /// Wall-clock deadline of one call, enforced by epoch interruption.
+    /// Wall-clock deadline of one call: enforced by epoch interruption while the guest runs
+    /// Wasm, and by the call's timeout while it is blocked in a host call (`engine`).
     #[serde(default = "Limits::default_deadline_ms")]
     pub deadline_ms: u64,
-    /// Cap on the plugin's linear memory.
+    /// Cap on the whole instance: all its linear memories and tables together.
     #[serde(default = "Limits::default_memory_mib", rename = "memoryMiB")]
     pub memory_mib: u64,
     /// Optional instruction budget of one call.

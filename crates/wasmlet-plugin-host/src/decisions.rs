@@ -5,9 +5,10 @@
 //! These functions block (they run Wasm): call them off the async executor.
 
 use crate::bindings::{convert, types};
+use crate::cap;
 use crate::config::World;
 use crate::error::PluginError;
-use crate::instance::{Fault, WorldBindings};
+use crate::instance::{CallFuture, Fault, WorldBindings};
 use crate::records::{AdmissionPod, PodMeta, PodScope, ProbeOutcome, ProbeRequest, ProbeResult};
 use crate::registry::{PluginRegistry, PluginSlot};
 use crate::state::{CallMeta, HostState};
@@ -41,8 +42,15 @@ pub struct Decision {
     pub decided_by: DecidedBy,
 }
 
-/// Rejects an answer with an index out of range or listed twice.
+/// Rejects an answer longer than the list it ranks, or with an index out of range or listed
+/// twice: the size is checked first, before anything is sized by the plugin's answer.
 fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
+    if answer.len() > len {
+        return Err(Fault::Rejected(format!(
+            "answered {} indices for a list of {len}",
+            answer.len()
+        )));
+    }
     let mut seen = vec![false; len];
     for &index in answer {
         let Some(slot) = seen.get_mut(index as usize) else {
@@ -87,10 +95,10 @@ fn ask<R>(
     pod: Option<&PodMeta>,
     meta: CallMeta,
     scope: Option<PodScope>,
-    call: impl FnOnce(
-        &mut wasmtime::Store<HostState>,
-        &WorldBindings,
-    ) -> wasmtime::Result<Result<R, String>>,
+    call: impl for<'a> FnOnce(
+        &'a mut wasmtime::Store<HostState>,
+        &'a WorldBindings,
+    ) -> CallFuture<'a, Result<R, String>>,
     check: impl FnOnce(&R) -> Result<(), Fault>,
 ) -> Result<(R, DecidedBy), PluginError> {
     let Some(slot) = slot else {
@@ -104,7 +112,7 @@ fn ask<R>(
     let started = Instant::now();
     let result = version
         .call(meta, scope, call)
-        .and_then(|answer| answer.map_err(Fault::Error));
+        .and_then(|answer| answer.map_err(|reason| Fault::Error(cap::reason(reason))));
     let result = result.and_then(|answer| check(&answer).map(|()| answer));
     slot.record(&version, started.elapsed(), result.as_ref().err());
     match result {
@@ -136,7 +144,9 @@ fn rank_by(
     let node = convert::node(&snapshot.node);
     let pressure: Vec<types::SignalObservation> =
         snapshot.pressure.iter().map(convert::observation).collect();
-    let pods = policy::packed::pods_as_words(&snapshot.pods);
+    // Owned: the call's future must not borrow the snapshot (one copy of 88 bytes a pod, on
+    // a call made at most once per eviction cycle).
+    let pods = policy::packed::pods_as_words(&snapshot.pods).into_owned();
     let meta = CallMeta {
         pods: snapshot.meta.clone(),
         image_tags: Default::default(),
@@ -147,16 +157,25 @@ fn rank_by(
         None,
         meta,
         None,
-        |store, bindings| match bindings {
-            WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods),
-            _ => Err(wrong_world()),
+        move |store, bindings| {
+            Box::pin(async move {
+                match bindings {
+                    WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods).await,
+                    _ => Err(wrong_world()),
+                }
+            })
         },
         |order| check_indices(order, snapshot.pods.len()),
     )?;
     Ok(Decision {
         order: order
             .into_iter()
-            .filter(|&i| snapshot.pods[i as usize].is_evictable())
+            .filter(|&i| {
+                snapshot
+                    .pods
+                    .get(i as usize)
+                    .is_some_and(policy::PodInfo::is_evictable)
+            })
             .collect(),
         decided_by,
     })
@@ -219,16 +238,23 @@ impl PluginRegistry {
             None,
             meta,
             None,
-            |store, bindings| match bindings {
-                WorldBindings::Gc(b) => b.call_plan_images(store, wasm_disk, &wasm_images),
-                _ => Err(wrong_world()),
+            move |store, bindings| {
+                Box::pin(async move {
+                    match bindings {
+                        WorldBindings::Gc(b) => {
+                            b.call_plan_images(store, wasm_disk, &wasm_images).await
+                        }
+                        _ => Err(wrong_world()),
+                    }
+                })
             },
             |order| {
                 check_indices(order, images.len())?;
-                match order
-                    .iter()
-                    .find(|&&i| !policy::gc::is_candidate(disk, &images[i as usize], now_ms))
-                {
+                match order.iter().find(|&&i| {
+                    images
+                        .get(i as usize)
+                        .is_none_or(|image| !policy::gc::is_candidate(disk, image, now_ms))
+                }) {
                     Some(i) => Err(Fault::Rejected(format!(
                         "image {i} is in use, pinned or younger than the minimum GC age"
                     ))),
@@ -264,9 +290,13 @@ impl PluginRegistry {
                 image_tags: Default::default(),
             },
             None,
-            |store, bindings| match bindings {
-                WorldBindings::Gc(b) => b.call_plan_containers(store, &wasm_dead),
-                _ => Err(wrong_world()),
+            move |store, bindings| {
+                Box::pin(async move {
+                    match bindings {
+                        WorldBindings::Gc(b) => b.call_plan_containers(store, &wasm_dead).await,
+                        _ => Err(wrong_world()),
+                    }
+                })
             },
             |order| check_indices(order, dead.len()),
         );
@@ -299,9 +329,13 @@ impl PluginRegistry {
             None,
             CallMeta::default(),
             Some(scope),
-            |store, bindings| match bindings {
-                WorldBindings::Probe(b) => b.call_check(store, &request).map(Ok),
-                _ => Err(wrong_world()),
+            move |store, bindings| {
+                Box::pin(async move {
+                    match bindings {
+                        WorldBindings::Probe(b) => b.call_check(store, &request).await.map(Ok),
+                        _ => Err(wrong_world()),
+                    }
+                })
             },
             |_| Ok(()),
         );
@@ -337,15 +371,20 @@ impl PluginRegistry {
                     image_tags: Default::default(),
                 },
                 None,
-                |store, bindings| match bindings {
-                    WorldBindings::Hooks(b) => b.call_admit(store, &pod).map(Ok),
-                    _ => Err(wrong_world()),
+                |store, bindings| {
+                    let pod = pod.clone();
+                    Box::pin(async move {
+                        match bindings {
+                            WorldBindings::Hooks(b) => b.call_admit(store, &pod).await.map(Ok),
+                            _ => Err(wrong_world()),
+                        }
+                    })
                 },
                 |_| Ok(()),
             );
             match answer {
                 Ok((Ok(()), by)) => decided = by,
-                Ok((Err(reason), by)) => return Err((reason, by)),
+                Ok((Err(reason), by)) => return Err((cap::reason(reason), by)),
                 Err(error) => {
                     let reason = error.to_string();
                     tracing::warn!(%reason, "admission plugin faulted; admitting as far as it goes");
@@ -365,15 +404,16 @@ impl PluginRegistry {
         meta: PodMeta,
         scope: PodScope,
     ) -> Result<(), PluginError> {
-        self.hooks(
-            "post-start",
-            meta,
-            scope,
-            |store, bindings| match bindings {
-                WorldBindings::Hooks(b) => b.call_post_start(store, container),
-                _ => Err(wrong_world()),
-            },
-        )
+        let container = container.to_string();
+        self.hooks("post-start", meta, scope, move |store, bindings| {
+            let container = container.clone();
+            Box::pin(async move {
+                match bindings {
+                    WorldBindings::Hooks(b) => b.call_post_start(store, &container).await,
+                    _ => Err(wrong_world()),
+                }
+            })
+        })
     }
 
     /// Runs every `lifecycle-hooks` plugin's `pre-stop` for `container` with the grace left
@@ -384,17 +424,21 @@ impl PluginRegistry {
         meta: PodMeta,
         scope: PodScope,
     ) -> Result<(), PluginError> {
-        self.hooks("pre-stop", meta, scope, |store, bindings| {
+        let container = container.to_string();
+        self.hooks("pre-stop", meta, scope, move |store, bindings| {
             let grace_ms = store.data().scope.as_ref().map_or(0, |s| {
                 s.deadline
                     .saturating_duration_since(Instant::now())
                     .as_millis()
                     .min(u128::from(u32::MAX)) as u32
             });
-            match bindings {
-                WorldBindings::Hooks(b) => b.call_pre_stop(store, container, grace_ms),
-                _ => Err(wrong_world()),
-            }
+            let container = container.clone();
+            Box::pin(async move {
+                match bindings {
+                    WorldBindings::Hooks(b) => b.call_pre_stop(store, &container, grace_ms).await,
+                    _ => Err(wrong_world()),
+                }
+            })
         })
     }
 
@@ -403,19 +447,19 @@ impl PluginRegistry {
         name: &'static str,
         meta: PodMeta,
         scope: PodScope,
-        call: impl Fn(
-            &mut wasmtime::Store<HostState>,
-            &WorldBindings,
-        ) -> wasmtime::Result<Result<(), String>>,
+        call: impl for<'a> Fn(
+            &'a mut wasmtime::Store<HostState>,
+            &'a WorldBindings,
+        ) -> CallFuture<'a, Result<(), String>>,
     ) -> Result<(), PluginError> {
         let meta = std::sync::Arc::new(vec![meta]);
         for slot in self.slots_of(World::LifecycleHooks) {
             // A plugin that is not serving (not loaded, or failed) has no hook to run.
-            let Some(version) = slot.serving() else {
+            if slot.serving().is_none() {
                 continue;
-            };
-            let mut scope = scope.clone();
-            scope.deadline = scope.deadline.min(Instant::now() + version.deadline());
+            }
+            // `call` cuts the scope to the plugin's own deadline.
+            let scope = scope.clone();
             let plugin = slot.name.clone();
             let answer = ask(
                 Some(slot),
@@ -427,12 +471,20 @@ impl PluginRegistry {
                 },
                 Some(scope),
                 // A hook's `err` is an answer, not a fault of the plugin.
-                |store, bindings| call(store, bindings).map(Ok),
+                |store, bindings| {
+                    let future = call(store, bindings);
+                    Box::pin(async move { future.await.map(Ok) })
+                },
                 |_| Ok(()),
             );
             match answer {
                 Ok((Ok(()), _)) => {}
-                Ok((Err(reason), _)) => return Err(PluginError::Refused { plugin, reason }),
+                Ok((Err(reason), _)) => {
+                    return Err(PluginError::Refused {
+                        plugin,
+                        reason: cap::reason(reason),
+                    })
+                }
                 Err(error) => return Err(error),
             }
         }

@@ -1,5 +1,15 @@
-//! The wasmtime engines plugins share, the on-disk cache of compiled components, and the
-//! epoch ticker that turns wall-clock deadlines into interrupts.
+//! The wasmtime engines plugins share, the on-disk cache of compiled components, the epoch
+//! ticker that turns wall-clock deadlines into interrupts, and the runtime plugin calls run on.
+//!
+//! A deadline has two halves. A guest running Wasm is stopped by the epoch: the ticker makes
+//! its store's epoch deadline trap. A guest blocked in a host call of WASI (a sleep, a
+//! `poll`, a read of a FIFO in a granted directory) runs no Wasm, so no epoch check is
+//! reached. Calls therefore run as futures (wasmtime's async calls, WASI's async host side),
+//! each under a `tokio::time::timeout` of the same deadline ([`PluginEngine::run_until`]):
+//! when it fires the call's future is dropped, which wasmtime turns into a trap unwinding
+//! the guest's fiber, and the instance is thrown away as after any trap. The future is polled
+//! on the calling (blocking) thread itself; the engine's own one-thread runtime only drives
+//! the timers and WASI's blocking-I/O pool, so a call never depends on the caller's runtime.
 //!
 //! Fuel metering is a compile-time setting of an engine and costs every call of every plugin
 //! compiled with it (about 16 % of a 110-pod ranking), so there are two engines: a metered one
@@ -52,6 +62,20 @@ pub struct PluginEngine {
     unmetered: Flavour,
     cache_dir: Option<PathBuf>,
     ticker: Arc<EpochTicker>,
+    runtime: Arc<CallRuntime>,
+}
+
+/// The runtime behind plugin calls' timers and WASI's blocking I/O. Shut down in the
+/// background when the last engine goes: dropping a runtime must not block, as the last
+/// engine may be dropped on an async executor.
+struct CallRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for CallRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// One engine and the key that keeps its cache entries apart from other engines' (other
@@ -139,15 +163,45 @@ impl PluginEngine {
             thread: thread.thread().clone(),
         });
         let _ = ticker_tx.send(Arc::downgrade(&ticker));
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir).ok();
-        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(16)
+            .thread_name("wasm-call")
+            .enable_time()
+            .enable_io()
+            .build()
+            .map_err(|e| EngineError(format!("cannot start the plugin call runtime: {e}")))?;
+        let cache_dir = cache_dir.filter(|dir| match private_dir(dir) {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!(cache = %dir.display(), %error, "compile cache disabled: its directory cannot be made private to this user");
+                false
+            }
+        });
         Ok(Self {
             metered,
             unmetered,
             cache_dir,
             ticker,
+            runtime: Arc::new(CallRuntime(Some(runtime))),
         })
+    }
+
+    /// Runs one plugin call's future on this thread until it completes or `limit` passes;
+    /// `None` when the limit passed, the future then dropped (a wasmtime call so dropped
+    /// unwinds its guest as a trap would). Blocks: call it off the async executor. It does
+    /// not use the caller's runtime, so it neither panics inside one nor needs one.
+    pub(crate) fn run_until<F: std::future::Future>(
+        &self,
+        limit: Duration,
+        future: F,
+    ) -> Option<F::Output> {
+        let Some(runtime) = &self.runtime.0 else {
+            return None;
+        };
+        // WASI's futures find their timers and blocking pool through the current runtime.
+        let _entered = runtime.enter();
+        futures_executor::block_on(tokio::time::timeout(limit, future)).ok()
     }
 
     /// Marks a call in progress until the guard drops, so epoch deadlines fire.
@@ -184,13 +238,20 @@ impl PluginEngine {
     ) -> Result<Component, CompileError> {
         let flavour = self.flavour(metered);
         if let Some(cached) = self.cache_path(flavour, sha256).filter(|p| p.exists()) {
-            // SAFETY: the cache holds only files this host wrote with `serialize` for this
-            // engine configuration (the file name carries the engine's compatibility hash);
-            // wasmtime checks the header and refuses a mismatched artifact.
-            match unsafe { Component::deserialize_file(&flavour.engine, &cached) } {
-                Ok(component) => return Ok(component),
+            match read_verified(&cached) {
+                // SAFETY: these bytes are, digest for digest, an artifact this host wrote with
+                // `serialize` for this engine configuration (the file name carries the
+                // engine's compatibility hash; wasmtime checks the header too), read once into
+                // memory so nothing can change them between the check and the load.
+                Ok(artifact) => match unsafe { Component::deserialize(&flavour.engine, &artifact) }
+                {
+                    Ok(component) => return Ok(component),
+                    Err(error) => {
+                        tracing::warn!(cache = %cached.display(), %error, "ignoring unusable compile cache entry; recompiling")
+                    }
+                },
                 Err(error) => {
-                    tracing::warn!(cache = %cached.display(), %error, "ignoring unusable compile cache entry")
+                    tracing::warn!(cache = %cached.display(), %error, "compile cache entry does not match the digest recorded when it was written; recompiling from the .wasm")
                 }
             }
         }
@@ -202,12 +263,8 @@ impl PluginEngine {
         if let Some(cached) = self.cache_path(flavour, sha256) {
             match component.serialize() {
                 Ok(artifact) => {
-                    let tmp = cached.with_extension("tmp");
-                    if std::fs::write(&tmp, artifact)
-                        .and_then(|()| std::fs::rename(&tmp, &cached))
-                        .is_err()
-                    {
-                        tracing::warn!(cache = %cached.display(), "cannot write the compile cache");
+                    if let Err(error) = write_verified(&cached, &artifact) {
+                        tracing::warn!(cache = %cached.display(), %error, "cannot write the compile cache");
                     }
                 }
                 Err(error) => tracing::warn!(%error, "cannot serialize a compiled component"),
@@ -237,4 +294,52 @@ impl PluginEngine {
         let sha256 = sha256_hex(&bytes);
         Ok((self.load(path, &bytes, &sha256, false)?, sha256))
     }
+}
+
+/// Creates `dir` (mode 0700) or makes an existing one 0700: compiled code is loaded without
+/// further checks of its instructions, so only this user may write there.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+    if mode != 0o700 {
+        return Err(std::io::Error::other(format!("mode is {mode:o}, not 700")));
+    }
+    Ok(())
+}
+
+/// The file beside a cache entry that records the sha256 of the artifact as written.
+fn digest_path(cached: &Path) -> PathBuf {
+    cached.with_extension("cwasm.sha256")
+}
+
+/// Writes `artifact` and its digest, each through a temporary file and a rename, artifact
+/// first: a crash in between leaves an entry whose digest does not match, which is recompiled.
+fn write_verified(cached: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    let write = |path: &Path, bytes: &[u8]| {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
+    };
+    write(cached, artifact)?;
+    write(&digest_path(cached), sha256_hex(artifact).as_bytes())
+}
+
+/// A cache entry's bytes, if their sha256 is the one recorded when wasmlet wrote them.
+fn read_verified(cached: &Path) -> Result<Vec<u8>, String> {
+    let recorded = std::fs::read_to_string(digest_path(cached))
+        .map_err(|e| format!("no recorded digest: {e}"))?;
+    let artifact = std::fs::read(cached).map_err(|e| format!("unreadable: {e}"))?;
+    let actual = sha256_hex(&artifact);
+    if actual != recorded.trim() {
+        return Err(format!(
+            "sha256 {actual} ({} bytes), recorded {}",
+            artifact.len(),
+            crate::cap::prefix(recorded.trim(), 64)
+        ));
+    }
+    Ok(artifact)
 }

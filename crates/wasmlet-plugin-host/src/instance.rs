@@ -4,15 +4,19 @@
 //! dropped (a trap poisons it) and rebuilt from the pre-linked component on the next call.
 
 use crate::bindings::{eviction, gc, hooks, probe};
+use crate::cap;
 use crate::config::{PluginSpec, World};
 use crate::engine::{PluginEngine, EPOCH_TICK};
 use crate::error::LoadError;
+use crate::limiter::{InstanceLimiter, OverCap};
 use crate::records::PodScope;
 use crate::state::{CallMeta, HostState};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, Trap};
 
 /// Why a call did not produce a usable answer; the host then uses its built-in default.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,6 +53,10 @@ enum WorldPre {
     Probe(probe::ProbeHandlerPre<HostState>),
     Hooks(hooks::LifecycleHooksPre<HostState>),
 }
+
+/// One call of an export, as a future borrowing the instance's store and bindings; run by
+/// [`LoadedPlugin::call`] under the call's deadline.
+pub(crate) type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + 'a>>;
 
 /// The instantiated bindings of one world.
 pub(crate) enum WorldBindings {
@@ -95,7 +103,8 @@ fn link(component: &Component, world: World) -> wasmtime::Result<WorldPre> {
     }
     // WASI 0.2 with each store's deny-all context plus its grants (`super::wasi`). A
     // component importing anything else is refused at load, naming the import.
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    // Async: a guest blocked in WASI is stopped by the call's timeout (`engine` explains).
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     let pre = linker.instantiate_pre(component)?;
     Ok(match world {
         World::EvictionPolicy => WorldPre::Eviction(eviction::EvictionPolicyPre::new(pre)?),
@@ -113,18 +122,23 @@ pub(crate) fn detect_world(component: &Component) -> Option<World> {
 }
 
 fn classify(error: wasmtime::Error, spec: &PluginSpec) -> Fault {
+    if error.downcast_ref::<OverCap>().is_some() {
+        return Fault::Memory(spec.limits.memory_mib);
+    }
     match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => Fault::Deadline(spec.limits.deadline_ms),
         Some(Trap::OutOfFuel) => Fault::Fuel,
-        _ => {
-            let text = format!("{error:#}");
-            if text.contains("forcing trap when growing memory") {
-                Fault::Memory(spec.limits.memory_mib)
-            } else {
-                Fault::Trap(text)
-            }
-        }
+        // The text may carry the guest's own function names: capped too.
+        _ => Fault::Trap(cap::reason(format!("{error:#}"))),
     }
+}
+
+/// Milliseconds from now to `deadline`, to the nearest, at least 1.
+fn millis_until(deadline: Instant) -> u64 {
+    let micros = deadline
+        .saturating_duration_since(Instant::now())
+        .as_micros();
+    (micros.saturating_add(500) / 1000).clamp(1, u128::from(u64::MAX)) as u64
 }
 
 impl LoadedPlugin {
@@ -155,52 +169,91 @@ impl LoadedPlugin {
     }
 
     fn new_store(&self) -> Result<Store<HostState>, Fault> {
-        let limits = StoreLimitsBuilder::new()
-            .memory_size((self.spec.limits.memory_mib << 20) as usize)
-            .trap_on_grow_failure(true)
-            .build();
-        let state = HostState::new(self.name.clone(), limits, &self.spec.capabilities)
-            .map_err(Fault::Grant)?;
+        let cap = usize::try_from(self.spec.limits.memory_mib.saturating_mul(1 << 20))
+            .unwrap_or(usize::MAX);
+        let state = HostState::new(
+            self.name.clone(),
+            InstanceLimiter::new(cap),
+            &self.spec.capabilities,
+        )
+        .map_err(Fault::Grant)?;
         let mut store = Store::new(&self.compiled_for, state);
         store.limiter(|state| &mut state.limits);
         Ok(store)
     }
 
-    fn arm(&self, store: &mut Store<HostState>) {
-        self.arm_for(store, self.spec.limits.deadline_ms);
-    }
-
-    fn arm_for(&self, store: &mut Store<HostState>, deadline_ms: u64) {
-        let ticks = deadline_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1);
+    /// Arms the store for a call ending at `deadline`: the epoch deadline (for a guest
+    /// running Wasm) and the fuel. The same deadline bounds the call's future (for a guest
+    /// blocked in a host call), in [`LoadedPlugin::run`].
+    fn arm(&self, store: &mut Store<HostState>, deadline: Instant) {
+        let ticks = millis_until(deadline)
+            .div_ceil(EPOCH_TICK.as_millis() as u64)
+            .max(1);
         store.set_epoch_deadline(ticks);
         if let Some(fuel) = self.spec.limits.fuel {
             let _ = store.set_fuel(fuel);
         }
     }
 
+    /// Runs `future` (a call into the instance) until it ends or `deadline` passes, with the
+    /// epoch ticking. A call cut at its deadline is [`Fault::Deadline`], as an epoch
+    /// interrupt is.
+    fn run<R>(
+        &self,
+        deadline: Instant,
+        future: impl Future<Output = wasmtime::Result<R>>,
+    ) -> Result<R, Fault> {
+        let deadline_ms = millis_until(deadline);
+        let _ticking = self.engine.begin_call();
+        let limit = deadline.saturating_duration_since(Instant::now());
+        match self.engine.run_until(limit, future) {
+            None => Err(Fault::Deadline(deadline_ms)),
+            Some(Ok(value)) => Ok(value),
+            Some(Err(error)) => Err(match classify(error, &self.spec) {
+                Fault::Deadline(_) => Fault::Deadline(deadline_ms),
+                fault => fault,
+            }),
+        }
+    }
+
     /// A fresh instance, configured.
     fn instantiate(&self) -> Result<Warm, Fault> {
         let mut store = self.new_store()?;
-        self.arm(&mut store);
-        let _ticking = self.engine.begin_call();
-        let bindings = match &self.pre {
-            WorldPre::Eviction(pre) => pre.instantiate(&mut store).map(WorldBindings::Eviction),
-            WorldPre::Gc(pre) => pre.instantiate(&mut store).map(WorldBindings::Gc),
-            WorldPre::Probe(pre) => pre.instantiate(&mut store).map(WorldBindings::Probe),
-            WorldPre::Hooks(pre) => pre.instantiate(&mut store).map(WorldBindings::Hooks),
-        }
-        .map_err(|e| classify(e, &self.spec))?;
+        let deadline = Instant::now() + self.deadline();
+        self.arm(&mut store, deadline);
         let config = self.spec.config_json.as_str();
-        let configured = match &bindings {
-            WorldBindings::Eviction(b) => b.call_configure(&mut store, config),
-            WorldBindings::Gc(b) => b.call_configure(&mut store, config),
-            WorldBindings::Probe(b) => b.call_configure(&mut store, config),
-            WorldBindings::Hooks(b) => b.call_configure(&mut store, config),
-        };
+        let pre = &self.pre;
+        let store_ref = &mut store;
+        let (bindings, configured) = self.run(deadline, async move {
+            let bindings = match pre {
+                WorldPre::Eviction(pre) => pre
+                    .instantiate_async(&mut *store_ref)
+                    .await
+                    .map(WorldBindings::Eviction),
+                WorldPre::Gc(pre) => pre
+                    .instantiate_async(&mut *store_ref)
+                    .await
+                    .map(WorldBindings::Gc),
+                WorldPre::Probe(pre) => pre
+                    .instantiate_async(&mut *store_ref)
+                    .await
+                    .map(WorldBindings::Probe),
+                WorldPre::Hooks(pre) => pre
+                    .instantiate_async(&mut *store_ref)
+                    .await
+                    .map(WorldBindings::Hooks),
+            }?;
+            let configured = match &bindings {
+                WorldBindings::Eviction(b) => b.call_configure(&mut *store_ref, config).await,
+                WorldBindings::Gc(b) => b.call_configure(&mut *store_ref, config).await,
+                WorldBindings::Probe(b) => b.call_configure(&mut *store_ref, config).await,
+                WorldBindings::Hooks(b) => b.call_configure(&mut *store_ref, config).await,
+            }?;
+            Ok((bindings, configured))
+        })?;
         match configured {
-            Ok(Ok(())) => Ok(Warm { store, bindings }),
-            Ok(Err(reason)) => Err(Fault::Configure(reason)),
-            Err(error) => Err(classify(error, &self.spec)),
+            Ok(()) => Ok(Warm { store, bindings }),
+            Err(reason) => Err(Fault::Configure(cap::reason(reason))),
         }
     }
 
@@ -208,92 +261,92 @@ impl LoadedPlugin {
     /// `self-check` under the plugin's limits. The instance is kept warm when it passes.
     pub fn validate(&self) -> Result<(), Fault> {
         let mut warm = self.instantiate()?;
-        self.arm(&mut warm.store);
-        let _ticking = self.engine.begin_call();
-        let checked = match &warm.bindings {
-            WorldBindings::Eviction(b) => b.call_self_check(&mut warm.store),
-            WorldBindings::Gc(b) => b.call_self_check(&mut warm.store),
-            WorldBindings::Probe(b) => b.call_self_check(&mut warm.store),
-            WorldBindings::Hooks(b) => b.call_self_check(&mut warm.store),
+        let deadline = Instant::now() + self.deadline();
+        self.arm(&mut warm.store, deadline);
+        let checked = {
+            let Warm { store, bindings } = &mut warm;
+            self.run(deadline, self_check(store, bindings))?
         };
         match checked {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 *self.warm.lock().unwrap_or_else(|p| p.into_inner()) = Some(warm);
                 Ok(())
             }
-            Ok(Err(reason)) => Err(Fault::Error(format!("self-check: {reason}"))),
-            Err(error) => Err(classify(error, &self.spec)),
+            Err(reason) => Err(Fault::Error(format!("self-check: {}", cap::reason(reason)))),
         }
     }
 
     /// Runs `f` on the warm instance (building one if needed) with `meta` and `scope` in the
     /// store, under the plugin's deadline, fuel and memory limits. One call at a time.
+    ///
+    /// A call scoped to a pod (a probe or hook) ends at the earlier of the scope's deadline
+    /// (the probe's timeout, the hook's grace) and the plugin's own `deadlineMs`; the scope
+    /// the guest's `pod-access` calls see is cut to the same instant.
     pub(crate) fn call<R>(
         &self,
         meta: CallMeta,
         scope: Option<PodScope>,
-        f: impl FnOnce(&mut Store<HostState>, &WorldBindings) -> wasmtime::Result<R>,
+        f: impl for<'a> FnOnce(&'a mut Store<HostState>, &'a WorldBindings) -> CallFuture<'a, R>,
     ) -> Result<R, Fault> {
         let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(self.instantiate()?);
-        }
-        let warm = slot.as_mut().expect("instance just built");
-        // A call scoped to a pod (a probe or hook) runs until the scope's deadline: the
-        // probe's timeout, or what the host allows the hook.
-        let deadline_ms = scope.as_ref().map_or(self.spec.limits.deadline_ms, |s| {
-            s.deadline
-                .saturating_duration_since(std::time::Instant::now())
-                .as_millis()
-                .max(1) as u64
-        });
+        let mut warm = match slot.take() {
+            Some(warm) => warm,
+            None => self.instantiate()?,
+        };
+        let mut scope = scope;
+        let own = Instant::now() + self.deadline();
+        let deadline = match scope.as_mut() {
+            Some(scope) => {
+                scope.deadline = scope.deadline.min(own);
+                scope.deadline
+            }
+            None => own,
+        };
         {
             let state = warm.store.data_mut();
             state.meta = meta;
             state.scope = scope;
             state.log_budget.reset();
         }
-        self.arm_for(&mut warm.store, deadline_ms);
+        self.arm(&mut warm.store, deadline);
         let result = {
-            let _ticking = self.engine.begin_call();
-            f(&mut warm.store, &warm.bindings)
+            let Warm { store, bindings } = &mut warm;
+            self.run(deadline, f(store, bindings))
         };
-        match result {
-            Ok(value) => {
-                let state = warm.store.data_mut();
-                state.meta = CallMeta::default();
-                state.scope = None;
-                Ok(value)
-            }
-            Err(error) => {
-                // A trap poisons the instance: the next call gets a fresh one.
-                *slot = None;
-                Err(match classify(error, &self.spec) {
-                    Fault::Deadline(_) => Fault::Deadline(deadline_ms),
-                    fault => fault,
-                })
-            }
-        }
+        // A fault poisons the instance (a trap, or a call cut mid-way): it is dropped here and
+        // the next call gets a fresh one.
+        let value = result?;
+        let state = warm.store.data_mut();
+        state.meta = CallMeta::default();
+        state.scope = None;
+        *slot = Some(warm);
+        Ok(value)
     }
 
     /// Runs `self-check` on the warm instance under the plugin's limits: the cheapest call
     /// there is, so it measures what the boundary itself costs.
     pub fn self_check(&self) -> Result<(), Fault> {
-        let checked = self.call(
-            CallMeta::default(),
-            None,
-            |store, bindings| match bindings {
-                WorldBindings::Eviction(b) => b.call_self_check(store),
-                WorldBindings::Gc(b) => b.call_self_check(store),
-                WorldBindings::Probe(b) => b.call_self_check(store),
-                WorldBindings::Hooks(b) => b.call_self_check(store),
-            },
-        )?;
-        checked.map_err(|reason| Fault::Error(format!("self-check: {reason}")))
+        let checked = self.call(CallMeta::default(), None, |store, bindings| {
+            Box::pin(self_check(store, bindings))
+        })?;
+        checked.map_err(|reason| Fault::Error(format!("self-check: {}", cap::reason(reason))))
     }
 
     /// The deadline as a duration, for messages.
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.spec.limits.deadline_ms)
+    }
+}
+
+/// `self-check` of whichever world the instance serves.
+async fn self_check(
+    store: &mut Store<HostState>,
+    bindings: &WorldBindings,
+) -> wasmtime::Result<Result<(), String>> {
+    match bindings {
+        WorldBindings::Eviction(b) => b.call_self_check(store).await,
+        WorldBindings::Gc(b) => b.call_self_check(store).await,
+        WorldBindings::Probe(b) => b.call_self_check(store).await,
+        WorldBindings::Hooks(b) => b.call_self_check(store).await,
     }
 }

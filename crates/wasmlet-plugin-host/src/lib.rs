@@ -9,11 +9,13 @@
 #![warn(missing_docs)]
 
 mod bindings;
+mod cap;
 mod config;
 mod decisions;
 mod engine;
 mod error;
 mod instance;
+mod limiter;
 mod records;
 mod registry;
 mod state;

@@ -68,7 +68,8 @@ pub enum ProbeKind {
 pub struct ProbeRequest {
     /// The plugin's arguments from the pod annotation that selects it.
     pub args: String,
-    /// The probe's timeout in milliseconds: the deadline of the whole call.
+    /// The probe's timeout in milliseconds; the call ends at the earlier of it and the
+    /// plugin's own `deadlineMs`.
     pub timeout_ms: u32,
     /// The IP the scoped calls connect to.
     pub pod_ip: String,

@@ -5,12 +5,12 @@
 use crate::bindings::eviction::wasmlet::plugin::{host, pod_meta};
 use crate::bindings::probe::wasmlet::plugin::pod_access;
 use crate::bindings::{convert, types};
+use crate::cap;
 use crate::records::{PodMeta, PodScope};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
-use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// The on-demand strings of the call in progress, by index. Shared, not copied, into the
@@ -24,7 +24,8 @@ pub struct CallMeta {
 /// The data of a plugin's store.
 pub struct HostState {
     pub plugin: Arc<str>,
-    pub limits: StoreLimits,
+    /// Every memory and table of the instance against one cap (`super::limiter`).
+    pub limits: crate::limiter::InstanceLimiter,
     pub meta: CallMeta,
     pub scope: Option<PodScope>,
     /// Log events left for this call, `host.log` and stdout/stderr lines alike.
@@ -79,12 +80,14 @@ impl LogBudget {
     }
 }
 const MAX_BODY_BYTES: u64 = 1 << 20;
+/// Most extra headers a plugin's `http-get` may send.
+const MAX_REQUEST_HEADERS: usize = 64;
 
 impl HostState {
     /// A store's data for `plugin`; fails when a granted directory cannot be opened.
     pub fn new(
         plugin: Arc<str>,
-        limits: StoreLimits,
+        limits: crate::limiter::InstanceLimiter,
         grants: &crate::config::Capabilities,
     ) -> Result<Self, String> {
         let log_budget = LogBudget::new(LOG_BUDGET);
@@ -126,6 +129,12 @@ impl HostState {
         headers: Vec<(String, String)>,
         timeout_ms: u32,
     ) -> Result<types::HttpResponse, String> {
+        if headers.len() > MAX_REQUEST_HEADERS {
+            return Err(format!(
+                "{} headers asked for; at most {MAX_REQUEST_HEADERS} are sent",
+                headers.len()
+            ));
+        }
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
         if scope.pod_ip.is_empty() {
@@ -213,12 +222,18 @@ impl host::Host for HostState {
         if !self.log_budget.spend() {
             return;
         }
-        let mut message = message;
-        message.truncate(MAX_LOG_BYTES);
+        // Sizes are the guest's to choose: keep bounded prefixes, cut on character boundaries.
+        let message = cap::cap(message, MAX_LOG_BYTES);
         let fields: Vec<String> = fields
-            .into_iter()
-            .take(16)
-            .map(|(k, v)| format!("{k}={v}"))
+            .iter()
+            .take(cap::MAX_LOG_FIELDS)
+            .map(|(k, v)| {
+                format!(
+                    "{}={}",
+                    cap::prefix(k, cap::MAX_FIELD_KEY_BYTES),
+                    cap::prefix(v, cap::MAX_FIELD_VALUE_BYTES)
+                )
+            })
             .collect();
         let fields = fields.join(" ");
         let plugin = &*self.plugin;

@@ -300,12 +300,9 @@ pub fn test_plugin(
             let names = |order: &[u32]| -> Vec<String> {
                 order
                     .iter()
-                    .map(|&i| {
-                        format!(
-                            "{}/{}",
-                            fixture.pods[i as usize].namespace, fixture.pods[i as usize].name
-                        )
-                    })
+                    // The host checked every index; `get` keeps this panic-free regardless.
+                    .filter_map(|&i| fixture.pods.get(i as usize))
+                    .map(|pod| format!("{}/{}", pod.namespace, pod.name))
                     .collect()
             };
             Ok(serde_json::json!({
@@ -337,7 +334,11 @@ pub fn test_plugin(
                 .map_or(0, |d| d.as_millis() as u64);
             let decision = registry.plan_images(&disk, &images, tags.clone(), now);
             let names = |order: &[u32]| -> Vec<String> {
-                order.iter().map(|&i| tags[i as usize].join(",")).collect()
+                order
+                    .iter()
+                    .filter_map(|&i| tags.get(i as usize))
+                    .map(|t| t.join(","))
+                    .collect()
             };
             Ok(serde_json::json!({
                 "world": world.as_str(),

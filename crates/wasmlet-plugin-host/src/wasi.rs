@@ -27,8 +27,10 @@ pub fn context(
 ) -> Result<WasiCtx, String> {
     let mut builder = WasiCtxBuilder::new();
     builder
-        // Plugin calls already run on blocking threads, never on the async executor.
-        .allow_blocking_current_thread(true)
+        // File operations go to the call runtime's blocking pool, never the calling thread:
+        // a read blocked there (a FIFO in a granted directory) must not keep the call's
+        // deadline timer from firing (`super::engine`).
+        .allow_blocking_current_thread(false)
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
@@ -125,8 +127,9 @@ impl LineWriter {
         if !self.budget.spend() {
             return;
         }
+        // Invalid UTF-8 widens when replaced: cap the text again, on a character boundary.
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches('\r');
+        let text = crate::cap::prefix(text.trim_end_matches('\r'), MAX_LOG_BYTES);
         tracing::info!(plugin = &*self.plugin, stream = self.stream, "{text}");
     }
 }

@@ -55,7 +55,10 @@ impl EvictionPolicy for WasiProbe {
             report.push(format!("read={read}"));
         }
         if let Some(path) = &self.config.write {
-            report.push(format!("write={}", outcome(std::fs::write(path, b"x"), |()| String::new())));
+            report.push(format!(
+                "write={}",
+                outcome(std::fs::write(path, b"x"), |()| String::new())
+            ));
         }
         if let Some(name) = &self.config.env {
             let value = std::env::var(name).unwrap_or_else(|_| "unset".into());
