@@ -174,6 +174,15 @@ pub enum VolumeProblem {
         /// The subPath as written.
         sub_path: String,
     },
+    /// A `subPath` whose resolution leaves its volume (through a symlink), or cannot be
+    /// resolved safely.
+    #[error("subPath {sub_path:?} cannot be mounted: {reason}")]
+    SubPathEscapes {
+        /// The subPath as written.
+        sub_path: String,
+        /// Which step failed and why.
+        reason: String,
+    },
     /// A missing `subPath` could not be created.
     #[error("cannot create subPath {}: {source}", .path.display())]
     CreateSubPath {
@@ -523,6 +532,7 @@ mod fetch;
 mod host_path;
 mod mounts;
 mod payload;
+mod sub_path;
 
 pub use fetch::{fetch, FetchedObjects};
 pub use mounts::{mounts, valid_sub_path};

@@ -176,3 +176,42 @@ fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
     });
     assert!(log.starts_with("app=\"web\"\ntier=\"backend\"\n"), "{log}");
 }
+
+/// The CVE-2017-1002101 class: a container replaces its own subPath with a symlink to `/` and
+/// exits. The restart must not bind the host's root: the container gets
+/// `CreateContainerConfigError` naming the subPath, and never runs again with it.
+#[test]
+fn a_sub_path_swapped_for_a_symlink_out_of_the_volume_is_refused() {
+    let node = Node::start("t-vol-subpath");
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: swapper}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'if [ -e /whole/swapped ]; then ls /sub; sleep 3600; fi; rm -rf /whole/sub; ln -s / /whole/sub; touch /whole/swapped']\n    volumeMounts:\n    - {name: data, mountPath: /sub, subPath: sub}\n    - {name: data, mountPath: /whole}\n  volumes:\n  - {name: data, emptyDir: {}}\n";
+    node.write_manifest("swapper.yaml", manifest);
+    let pod = node.wait_for(
+        "the restart to be refused",
+        Duration::from_secs(60),
+        |n| {
+            let pod = n.pod("swapper")?;
+            let waiting = &container_status(&pod, "main")["state"]["waiting"];
+            (waiting["reason"] == "CreateContainerConfigError").then_some(pod)
+        },
+    );
+    let message = container_status(&pod, "main")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains(r#"subPath "sub""#) && message.contains("out of the volume"),
+        "{message}"
+    );
+    // It ran once (the swap) and no second instance was created with the host's root mounted:
+    // the CRI log of a second instance would be `main/1.log`.
+    let logs = std::fs::read_dir(node.logs_dir())
+        .map(|entries| entries.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let pod_logs = logs
+        .iter()
+        .find(|p| p.to_string_lossy().contains("_swapper-t-vol-subpath_"))
+        .unwrap_or_else(|| panic!("no log directory of the pod in {logs:?}"));
+    assert!(pod_logs.join("main/0.log").exists(), "the first run logged");
+    assert!(!pod_logs.join("main/1.log").exists(), "a second instance was created");
+    node.remove_manifest("swapper.yaml");
+}

@@ -1,4 +1,4 @@
-//! `volumeMounts` to CRI mounts: readOnly, subPath (kept inside its volume), propagation.
+//! `volumeMounts` to CRI mounts: readOnly, subPath (resolved beneath its volume), propagation.
 
 use super::{VolumeError, VolumeProblem};
 use crate::cri::api;
@@ -36,16 +36,7 @@ pub fn mounts(
                     sub_path: sub.into(),
                 }));
             }
-            host_path = base.join(sub);
-            if !host_path.exists() {
-                // As upstream: a missing subPath is created as a directory.
-                std::fs::create_dir_all(&host_path).map_err(|source| {
-                    fail(VolumeProblem::CreateSubPath {
-                        path: host_path.clone(),
-                        source,
-                    })
-                })?;
-            }
+            host_path = super::sub_path::resolve(base, sub).map_err(fail)?;
         }
         let propagation = match mount.mount_propagation.as_deref() {
             None | Some("None") => api::MountPropagation::PropagationPrivate,
