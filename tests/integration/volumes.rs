@@ -185,15 +185,11 @@ fn a_sub_path_swapped_for_a_symlink_out_of_the_volume_is_refused() {
     let node = Node::start("t-vol-subpath");
     let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: swapper}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'if [ -e /whole/swapped ]; then ls /sub; sleep 3600; fi; rm -rf /whole/sub; ln -s / /whole/sub; touch /whole/swapped']\n    volumeMounts:\n    - {name: data, mountPath: /sub, subPath: sub}\n    - {name: data, mountPath: /whole}\n  volumes:\n  - {name: data, emptyDir: {}}\n";
     node.write_manifest("swapper.yaml", manifest);
-    let pod = node.wait_for(
-        "the restart to be refused",
-        Duration::from_secs(60),
-        |n| {
-            let pod = n.pod("swapper")?;
-            let waiting = &container_status(&pod, "main")["state"]["waiting"];
-            (waiting["reason"] == "CreateContainerConfigError").then_some(pod)
-        },
-    );
+    let pod = node.wait_for("the restart to be refused", Duration::from_secs(60), |n| {
+        let pod = n.pod("swapper")?;
+        let waiting = &container_status(&pod, "main")["state"]["waiting"];
+        (waiting["reason"] == "CreateContainerConfigError").then_some(pod)
+    });
     let message = container_status(&pod, "main")["state"]["waiting"]["message"]
         .as_str()
         .unwrap_or_default()
@@ -212,6 +208,9 @@ fn a_sub_path_swapped_for_a_symlink_out_of_the_volume_is_refused() {
         .find(|p| p.to_string_lossy().contains("_swapper-t-vol-subpath_"))
         .unwrap_or_else(|| panic!("no log directory of the pod in {logs:?}"));
     assert!(pod_logs.join("main/0.log").exists(), "the first run logged");
-    assert!(!pod_logs.join("main/1.log").exists(), "a second instance was created");
+    assert!(
+        !pod_logs.join("main/1.log").exists(),
+        "a second instance was created"
+    );
     node.remove_manifest("swapper.yaml");
 }

@@ -49,7 +49,11 @@ pub fn resolve(base: &Path, sub_path: &str) -> Result<PathBuf, VolumeProblem> {
             Ok(fd) => fd,
             Err(Errno::NOENT) => {
                 let parent = current.as_ref().unwrap_or(&root);
-                match rustix::fs::mkdirat(parent.as_fd(), name, Mode::from_raw_mode(CREATED_DIR_MODE)) {
+                match rustix::fs::mkdirat(
+                    parent.as_fd(),
+                    name,
+                    Mode::from_raw_mode(CREATED_DIR_MODE),
+                ) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => {
                         return Err(VolumeProblem::CreateSubPath {
@@ -69,14 +73,21 @@ pub fn resolve(base: &Path, sub_path: &str) -> Result<PathBuf, VolumeProblem> {
         .map_err(|e| escape(format!("cannot read the resolved path: {e}")))
 }
 
-fn refusal(walked: &Path, error: Errno, escape: &impl Fn(String) -> VolumeProblem) -> VolumeProblem {
+fn refusal(
+    walked: &Path,
+    error: Errno,
+    escape: &impl Fn(String) -> VolumeProblem,
+) -> VolumeProblem {
     match error {
         Errno::XDEV => escape(format!(
             "{} leads out of the volume (a symlink to an absolute path or above the volume)",
             walked.display()
         )),
         Errno::LOOP => escape(format!("{} is a symlink loop", walked.display())),
-        Errno::NOSYS => escape("the kernel lacks openat2 (Linux 5.6 or later is needed to mount a subPath safely)".into()),
+        Errno::NOSYS => escape(
+            "the kernel lacks openat2 (Linux 5.6 or later is needed to mount a subPath safely)"
+                .into(),
+        ),
         other => escape(format!("{}: {other}", walked.display())),
     }
 }
@@ -104,7 +115,10 @@ mod tests {
         std::fs::create_dir(dir.path().join("real")).unwrap_or_default();
         std::os::unix::fs::symlink("real", dir.path().join("link")).unwrap_or_default();
         let resolved = resolve(dir.path(), "link").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(resolved, dir.path().canonicalize().unwrap_or_default().join("real"));
+        assert_eq!(
+            resolved,
+            dir.path().canonicalize().unwrap_or_default().join("real")
+        );
     }
 
     #[test]
@@ -121,7 +135,10 @@ mod tests {
                 "{sub}: {error:?}"
             );
         }
-        assert!(!Path::new("/etc/x").exists(), "nothing created out of the volume");
+        assert!(
+            !Path::new("/etc/x").exists(),
+            "nothing created out of the volume"
+        );
     }
 
     #[test]
