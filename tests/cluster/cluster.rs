@@ -61,6 +61,19 @@ impl Cluster {
         self.dir.join("bin/kubectl")
     }
 
+    /// Starts a long-running kubectl as the admin (`logs -f`, `port-forward`), its stdout
+    /// piped, for the test to read and kill.
+    pub fn kubectl_spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(self.kubectl_path())
+            .arg("--kubeconfig")
+            .arg(self.dir.join("admin.kubeconfig"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"))
+    }
+
     /// Runs kubectl as the admin.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_stdin(args, None)

@@ -80,14 +80,7 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     assert_eq!(logs.trim(), "hello-from-the-log");
 
     // logs -f: what the container writes later arrives on the open stream.
-    let mut follower = Command::new(c.kubectl_path())
-        .arg("--kubeconfig")
-        .arg(c.dir.join("admin.kubeconfig"))
-        .args(["-n", &ns, "logs", "-f", "web"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl logs -f");
+    let mut follower = c.kubectl_spawn(&["-n", &ns, "logs", "-f", "web"]);
     let followed = lines_of(follower.stdout.take().expect("stdout"));
     wait_line(&followed, "hello-from-the-log", Duration::from_secs(30));
     let wrote = c.kubectl(&[
@@ -178,14 +171,7 @@ fn kubectl_logs_exec_port_forward_and_top_reach_the_node() {
     c.wait_pod_phase(&node, &ns, "attached", "Succeeded");
 
     // port-forward: an HTTP request to busybox httpd in the pod, through the API server.
-    let mut forward = Command::new(c.kubectl_path())
-        .arg("--kubeconfig")
-        .arg(c.dir.join("admin.kubeconfig"))
-        .args(["-n", &ns, "port-forward", "pod/web", ":8080"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kubectl port-forward");
+    let mut forward = c.kubectl_spawn(&["-n", &ns, "port-forward", "pod/web", ":8080"]);
     let mut stdout = std::io::BufReader::new(forward.stdout.take().expect("stdout"));
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("port-forward output");
