@@ -2,6 +2,7 @@
 //! and the HTTP endpoints together, and runs until a signal.
 
 use crate::admission::PodAdmitChain;
+use crate::backoff::Doubling;
 use crate::config::NodeConfig;
 use crate::cri::{CriClient, CriError};
 use crate::eviction::{DecisionLog, EvictionConfig, EvictionManager, NodePressure};
@@ -70,7 +71,7 @@ const PLEG_THRESHOLD: Duration = Duration::from_secs(180);
 /// Waits until the runtime answers `Version`, retrying with back-off; returns its name and
 /// version.
 async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> (String, String) {
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Doubling::new(Duration::from_millis(100), Duration::from_secs(5));
     loop {
         match cri.version().await {
             Ok(version) => {
@@ -83,9 +84,8 @@ async fn wait_for_runtime(cri: &CriClient, endpoint: &str) -> (String, String) {
                 return (version.runtime_name, version.runtime_version);
             }
             Err(error) => {
-                warn!(%endpoint, %error, retry_ms = delay.as_millis() as u64, "container runtime not ready");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
+                warn!(%endpoint, %error, retry_ms = backoff.peek().as_millis() as u64, "container runtime not ready");
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }

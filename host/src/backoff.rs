@@ -105,8 +105,55 @@ impl BackOff {
     }
 }
 
+/// The delays of one retry loop: `initial`, doubling up to `max` (client-go's `wait.Backoff`
+/// with factor 2 and no jitter); [`Doubling::reset`] after a success starts over. Every
+/// "retry until it works" loop of the node uses it, so they all back off alike.
+#[derive(Debug, Clone)]
+pub struct Doubling {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Doubling {
+    /// Starts at `initial`.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+
+    /// The delay to wait now; the one after it is twice as long, up to the maximum.
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        delay
+    }
+
+    /// The delay [`Doubling::next_delay`] will return (for a log line before the wait).
+    pub fn peek(&self) -> Duration {
+        self.next
+    }
+
+    /// After a success: the next failure waits `initial` again.
+    pub fn reset(&mut self) {
+        self.next = self.initial;
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn doubling_doubles_to_its_maximum_and_resets() {
+        let mut d = super::Doubling::new(Duration::from_millis(100), Duration::from_millis(700));
+        let seen: Vec<u64> = (0..5).map(|_| d.next_delay().as_millis() as u64).collect();
+        assert_eq!(seen, [100, 200, 400, 700, 700]);
+        d.reset();
+        assert_eq!(d.peek(), Duration::from_millis(100));
+    }
+
     use super::*;
 
     fn at(secs: u64) -> SystemTime {

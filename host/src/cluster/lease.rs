@@ -116,7 +116,7 @@ async fn ensure(
     duration_seconds: i32,
     node_uid: Option<&str>,
 ) -> Option<Lease> {
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = super::api_backoff();
     for _ in 0..MAX_UPDATE_RETRIES {
         let result = match heartbeat(leases.get_opt(node)).await {
             Ok(Some(existing)) => {
@@ -132,9 +132,8 @@ async fn ensure(
         match result {
             Ok(lease) => return Some(lease),
             Err(error) => {
-                warn!(%node, %error, retry_ms = delay.as_millis() as u64, "failed to ensure node lease exists");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(7));
+                warn!(%node, %error, retry_ms = backoff.peek().as_millis() as u64, "failed to ensure node lease exists");
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }

@@ -137,6 +137,12 @@ impl ApiClients {
     }
 }
 
+/// Upstream's back-off for the node's own API retries (registration, the Lease): 100 ms
+/// doubling to 7 s.
+pub fn api_backoff() -> crate::backoff::Doubling {
+    crate::backoff::Doubling::new(Duration::from_millis(100), Duration::from_secs(7))
+}
+
 /// Runs one API call with `deadline`; no answer in time is [`ApiError::Timeout`].
 pub async fn within<T>(
     deadline: Duration,

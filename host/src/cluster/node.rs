@@ -4,6 +4,7 @@
 //! `nodeStatusReportFrequency`, and a watch keeps the API's view of the Node (labels, taints,
 //! allocatable) for admission and mirror pods.
 
+use super::api_backoff;
 use super::{ApiClients, ApiError, HEARTBEAT_TIMEOUT};
 use crate::events::{EventRecorder, EventType, ObjectRef};
 use crate::node_status::NodeView;
@@ -94,14 +95,13 @@ pub fn status_changed(before: &Node, after: &Node) -> bool {
 /// API server takes it; returns the Node as the API server holds it.
 pub async fn register(clients: &ApiClients, view: &NodeView) -> Node {
     let nodes: Api<Node> = Api::all(clients.heartbeat.clone());
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = api_backoff();
     loop {
         match try_register(&nodes, view).await {
             Ok(node) => return node,
             Err(error) => {
-                warn!(node = %clients.node_name, %error, retry_ms = delay.as_millis() as u64, "unable to register node with API server");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(7));
+                warn!(node = %clients.node_name, %error, retry_ms = backoff.peek().as_millis() as u64, "unable to register node with API server");
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }
@@ -110,14 +110,13 @@ pub async fn register(clients: &ApiClients, view: &NodeView) -> Node {
 /// With `registerNode: false`: waits until someone else has created the Node.
 pub async fn wait_for_node(clients: &ApiClients) -> Node {
     let nodes: Api<Node> = Api::all(clients.heartbeat.clone());
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = api_backoff();
     loop {
         match heartbeat(nodes.get(&clients.node_name)).await {
             Ok(node) => return node,
             Err(error) => {
                 warn!(node = %clients.node_name, %error, "waiting for the Node object to exist");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(7));
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }

@@ -150,9 +150,7 @@ impl KubeObjectSource {
             return Ok(object);
         }
         let api: Api<K> = Api::namespaced(self.clients.main.clone(), namespace);
-        let object = self
-            .clients
-            .call(api.get(name))
+        let object = through_graph_lag(|| self.clients.call(api.get(name)))
             .await
             .map_err(|e| object_error(kind, namespace, name, e))?;
         let object = Arc::new(object);
@@ -230,11 +228,12 @@ impl KubeObjectSource {
             status: None,
         };
         let api: Api<ServiceAccount> = Api::namespaced(self.clients.main.clone(), namespace);
-        let answer = self
-            .clients
-            .call(api.create_token_request(sa, &PostParams::default(), &body))
-            .await
-            .map_err(|e| object_error(ObjectKind::ServiceAccountToken, namespace, sa, e))?;
+        let answer = through_graph_lag(|| {
+            self.clients
+                .call(api.create_token_request(sa, &PostParams::default(), &body))
+        })
+        .await
+        .map_err(|e| object_error(ObjectKind::ServiceAccountToken, namespace, sa, e))?;
         let status = answer
             .status
             .filter(|s| !s.token.is_empty())
@@ -275,6 +274,45 @@ impl KubeObjectSource {
                     None => Err(object_error(ObjectKind::Services, namespace, "", error)),
                 }
             }
+        }
+    }
+}
+
+/// How long a refusal for "no relationship found" is retried before it counts. The Node
+/// authorizer learns a new pod's references (its configMaps, secrets, service account) from
+/// its own informer, so a node acting on the pod's watch event at once can be refused for a
+/// few milliseconds; a reference the pod really lacks is still refused after this.
+const GRAPH_LAG: Duration = Duration::from_secs(3);
+
+/// Whether `error` is the Node authorizer not knowing (yet) that a pod of this node
+/// references the object.
+fn graph_lag(error: &ApiError) -> bool {
+    error.code() == Some(403)
+        && error
+            .to_string()
+            .contains("no relationship found between node")
+}
+
+/// Runs `call` again while the Node authorizer's graph lags behind the pod, for at most
+/// [`GRAPH_LAG`]; any other answer, or the same one after that, is returned as it is.
+async fn through_graph_lag<T, F, Fut>(mut call: F) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let deadline = tokio::time::Instant::now() + GRAPH_LAG;
+    let mut backoff =
+        crate::backoff::Doubling::new(Duration::from_millis(50), Duration::from_millis(800));
+    loop {
+        match call().await {
+            Err(error)
+                if graph_lag(&error) && tokio::time::Instant::now() + backoff.peek() < deadline =>
+            {
+                // Not the error text: it reads as a refusal, and this is not one yet.
+                debug!("the Node authorizer has not linked the pod to the object yet; retrying");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+            other => return other,
         }
     }
 }
@@ -355,6 +393,48 @@ mod tests {
         let year = issued(Duration::from_secs(365 * 24 * 3600));
         assert!(!year.needs_refresh(year.issued + Duration::from_secs(23 * 3600)));
         assert!(year.needs_refresh(year.issued + TOKEN_MAX_REFRESH));
+    }
+
+    #[tokio::test]
+    async fn a_lagging_node_graph_is_waited_out_and_a_real_refusal_is_not() {
+        let refusal = |message: &str| {
+            ApiError::Status(Box::new(kube::core::Status {
+                code: 403,
+                message: message.into(),
+                ..Default::default()
+            }))
+        };
+        let lag =
+            "configmaps \"x\" is forbidden: no relationship found between node 'n' and this object";
+        let mut calls = 0;
+        let answer = through_graph_lag(|| {
+            calls += 1;
+            let result = if calls < 3 {
+                Err(refusal(lag))
+            } else {
+                Ok(calls)
+            };
+            async move { result }
+        })
+        .await;
+        assert_eq!(answer.ok(), Some(3), "retried until the graph caught up");
+
+        let mut calls = 0;
+        let answer: Result<(), _> = through_graph_lag(|| {
+            calls += 1;
+            async { Err(refusal("configmaps is forbidden: RBAC says no")) }
+        })
+        .await;
+        assert!(answer.is_err());
+        assert_eq!(calls, 1, "another refusal is not retried");
+
+        let started = tokio::time::Instant::now();
+        let answer: Result<(), _> = through_graph_lag(|| async { Err(refusal(lag)) }).await;
+        assert!(
+            answer.is_err(),
+            "a reference the pod lacks is refused in the end"
+        );
+        assert!(started.elapsed() <= GRAPH_LAG, "{:?}", started.elapsed());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! reports task starts and exits within milliseconds), or CRI `GetContainerEvents` where a
 //! runtime offers it.
 
+use crate::backoff::Doubling;
 use crate::cri::containerd::events as task;
 use crate::cri::containerd::services::events::v1::Envelope;
 use crate::cri::CriClient;
@@ -126,20 +127,19 @@ const SETTLE: Duration = Duration::from_millis(300);
 pub fn spawn_subscriber(cri: CriClient, source: EventSource) -> mpsc::Receiver<StreamMessage> {
     let (tx, rx) = mpsc::channel(1024);
     tokio::spawn(async move {
-        let mut delay = Duration::from_millis(100);
+        let mut backoff = Doubling::new(Duration::from_millis(100), Duration::from_secs(5));
         while !tx.is_closed() {
             let reason = match source {
                 EventSource::Containerd => {
-                    follow(cri.subscribe_events(filters()), &tx, decode, &mut delay).await
+                    follow(cri.subscribe_events(filters()), &tx, decode, &mut backoff).await
                 }
                 EventSource::Cri => {
-                    follow(cri.get_container_events(), &tx, decode_cri, &mut delay).await
+                    follow(cri.get_container_events(), &tx, decode_cri, &mut backoff).await
                 }
             };
             let Some(reason) = reason else { return };
             let _ = tx.send(StreamMessage::Down(reason)).await;
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
+            tokio::time::sleep(backoff.next_delay()).await;
         }
     });
     rx
@@ -150,7 +150,7 @@ async fn follow<M>(
     call: impl std::future::Future<Output = Result<tonic::Streaming<M>, crate::cri::CriError>>,
     tx: &mpsc::Sender<StreamMessage>,
     decode: fn(&M) -> Option<TaskEvent>,
-    delay: &mut Duration,
+    backoff: &mut Doubling,
 ) -> Option<String> {
     tokio::pin!(call);
     let mut announced = false;
@@ -169,7 +169,7 @@ async fn follow<M>(
     if !announced {
         tx.send(StreamMessage::Up).await.ok()?;
     }
-    *delay = Duration::from_millis(100);
+    backoff.reset();
     loop {
         match stream.message().await {
             Ok(Some(message)) => {
