@@ -228,9 +228,10 @@ impl KubeObjectSource {
             status: None,
         };
         let api: Api<ServiceAccount> = Api::namespaced(self.clients.main.clone(), namespace);
+        let post = PostParams::default();
         let answer = through_graph_lag(|| {
             self.clients
-                .call(api.create_token_request(sa, &PostParams::default(), &body))
+                .call(api.create_token_request(sa, &post, &body))
         })
         .await
         .map_err(|e| object_error(ObjectKind::ServiceAccountToken, namespace, sa, e))?;
