@@ -201,12 +201,29 @@ spec:
         ),
     );
     let events = shared.join("events");
-    node.wait_phase("web", "Running", Duration::from_secs(30));
+    let web = node.wait_phase("web", "Running", Duration::from_secs(30));
     node.wait_for("the server to run", Duration::from_secs(30), |_| {
         std::fs::read_to_string(&events)
             .ok()
             .filter(|t| t.contains("UP"))
     });
+    // "UP" is written as httpd starts in the background: wait until it answers, or the drain
+    // request of a quick removal may find nothing listening yet.
+    let ip = web["status"]["podIP"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    node.wait_for(
+        "httpd to answer",
+        Duration::from_secs(30),
+        |_| match ureq::get(&format!("http://{ip}:8080/"))
+            .timeout(Duration::from_secs(2))
+            .call()
+        {
+            Ok(_) | Err(ureq::Error::Status(..)) => Some(()),
+            Err(_) => None,
+        },
+    );
     node.remove_manifest("web.yaml");
     let text = node.wait_for("SIGTERM", Duration::from_secs(30), |_| {
         std::fs::read_to_string(&events)
