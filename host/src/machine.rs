@@ -36,7 +36,9 @@ pub struct MachineInfo {
     pub os_image: String,
 }
 
-fn first_line(path: &str) -> Option<String> {
+/// The first line of `path`, trimmed; `None` when unreadable or empty (the one-line files
+/// of `/proc` and `/sys`).
+pub fn first_line(path: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let line = text.lines().next()?.trim().to_string();
     (!line.is_empty()).then_some(line)

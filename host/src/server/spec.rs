@@ -3,7 +3,7 @@
 //! Filesystems, the disk map and the NUMA topology are left empty: nothing in wasmlet reads
 //! them, and tools that read `/spec/` use the CPU, memory and identity fields.
 
-use crate::machine::{hugepage_pools, machine_info, machine_memory_bytes};
+use crate::machine::{first_line, hugepage_pools, machine_info, machine_memory_bytes};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -91,19 +91,11 @@ fn parse_cpuinfo(text: &str) -> CpuInfo {
     info
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 fn swap_bytes(meminfo: &str) -> u64 {
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("SwapTotal:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map_or(0, |kb| kb.saturating_mul(1024))
+    crate::stats::node::parse_meminfo(meminfo)
+        .get("SwapTotal")
+        .copied()
+        .unwrap_or(0)
 }
 
 fn network_devices() -> Vec<NetworkDevice> {
@@ -117,7 +109,7 @@ fn network_devices() -> Vec<NetworkDevice> {
             if IGNORED_DEVICE_PREFIXES.iter().any(|p| name.starts_with(p)) {
                 return None;
             }
-            let attribute = |file: &str| read_trimmed(&format!("/sys/class/net/{name}/{file}"));
+            let attribute = |file: &str| first_line(&format!("/sys/class/net/{name}/{file}"));
             Some(NetworkDevice {
                 mac_address: attribute("address").unwrap_or_default(),
                 // A virtual device answers EINVAL for its speed: cAdvisor reports 0 then.
@@ -138,7 +130,7 @@ fn network_devices() -> Vec<NetworkDevice> {
 pub fn machine_spec() -> MachineSpec {
     let cpu = parse_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default());
     // cAdvisor prefers the highest frequency the CPU can run at over the current one.
-    let khz = read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    let khz = first_line("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
         .and_then(|s| s.parse().ok())
         .unwrap_or((cpu.mhz * 1000.0) as u64);
     let identity = machine_info();

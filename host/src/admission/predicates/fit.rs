@@ -43,8 +43,9 @@ impl fmt::Display for BadQuantity {
     }
 }
 
-/// The largest exponent (`1e64`) read. The quantity parser scales by one power of ten per
-/// step, so `1e2147483647` costs it seconds (and wraps); no real amount comes near this.
+/// The largest exponent (`1e64`) read. The quantity parser refuses absurd exponents quickly
+/// itself; this check stays for its message, which names the exponent the pod wrote, and no
+/// real amount comes near it.
 const MAX_EXPONENT: u64 = 64;
 
 /// Whether `text` has an `e`/`E` exponent beyond [`MAX_EXPONENT`], split as the parser
