@@ -260,9 +260,12 @@ impl PodWorker {
     async fn sync(&mut self) -> Result<Duration, SyncError> {
         let terminal = self.node.status.is_terminal(&self.uid);
         let unhealthy = self.unhealthy();
-        // The probes of a condemned container go now; its replacement gets new ones.
+        // The probes of a condemned container go now, before the kill (a probe's exec must not
+        // race the stop); its replacement gets new ones.
         for name in unhealthy.keys() {
-            self.probes.remove(name);
+            if let Some(probes) = self.probes.remove(name) {
+                probes.quiesce().await;
+            }
         }
         let result = self
             .node
@@ -413,8 +416,9 @@ impl PodWorker {
         self.pod.metadata.deletion_timestamp = Some(timestamps::now());
         self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
         self.node.status.mark_terminating(&self.uid, grace);
-        // No probe acts on a pod being deleted (upstream sets liveness and startup to success).
-        self.probes.clear();
+        // No probe acts on a pod being deleted (upstream sets liveness and startup to success),
+        // and none may still run a command in a container being stopped.
+        futures::future::join_all(self.probes.drain().map(|(_, probes)| probes.quiesce())).await;
         info!(grace_s = grace.as_secs(), "terminating pod");
         let node = self.node.clone();
         let runtime = &node.runtime;

@@ -14,6 +14,14 @@ fn restarts(pod: &Value, container: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// The node log's probe lines, so a timing failure names what the probes saw.
+fn probe_lines(log: &str) -> String {
+    log.lines()
+        .filter(|line| line.contains("probe"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn running(pod: &Value, container: &str) -> bool {
     container_status(pod, container)["state"]["running"].is_object()
 }
@@ -89,7 +97,7 @@ fn http_liveness_restarts_a_server_that_starts_failing() {
     let node = Node::start("t-live-http");
     node.write_manifest(
         "liveness-http.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: liveness-http}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: liveness\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'mkdir -p /www; echo ok > /www/healthz; (sleep 3; rm /www/healthz) & exec httpd -f -p 8080 -h /www']\n    ports: [{name: http, containerPort: 8080}]\n    livenessProbe:\n      httpGet:\n        path: /healthz\n        port: http\n        httpHeaders: [{name: Custom-Header, value: Awesome}]\n      periodSeconds: 1\n      failureThreshold: 2\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: liveness-http}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: liveness\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'mkdir -p /www; echo ok > /www/healthz; (sleep 3; rm /www/healthz) & exec httpd -f -p 8080 -h /www']\n    ports: [{name: http, containerPort: 8080}]\n    livenessProbe:\n      httpGet:\n        path: /healthz\n        port: http\n        httpHeaders: [{name: Custom-Header, value: Awesome}]\n      initialDelaySeconds: 1\n      periodSeconds: 1\n      failureThreshold: 2\n",
     );
     let pod = node.wait_for("a liveness restart", Duration::from_secs(60), |n| {
         n.pod("liveness-http")
@@ -97,7 +105,11 @@ fn http_liveness_restarts_a_server_that_starts_failing() {
     });
     let killed = &container_status(&pod, "liveness")["lastState"]["terminated"];
     let lived = seconds_between(&killed["startedAt"], &killed["finishedAt"]);
-    assert!(lived >= 4.0, "killed after {lived} s");
+    assert!(
+        lived >= 4.0,
+        "killed after {lived} s; the probe results:\n{}",
+        probe_lines(&node.log())
+    );
     let log = node.log();
     assert!(
         log.contains("HTTP probe failed with statuscode: 404"),
@@ -111,7 +123,7 @@ fn tcp_readiness_flips_ready() {
     let node = Node::start("t-ready-tcp");
     node.write_manifest(
         "ready.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: ready}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'sleep 4; httpd -f -p 8080 -h /var/www & pid=$!; sleep 5; kill $pid; exec sleep 600']\n    ports: [{containerPort: 8080}]\n    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n      failureThreshold: 1\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: ready}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'sleep 4; httpd -f -p 8080 -h /var/www & pid=$!; sleep 8; kill $pid; exec sleep 600']\n    ports: [{containerPort: 8080}]\n    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n      failureThreshold: 1\n",
     );
     // Running but not ready: nothing listens yet.
     let pod = node.wait_for(
@@ -181,7 +193,7 @@ fn grpc_probes_against_a_health_server() {
     // The server answers SERVING for 5 s, then NOT_SERVING.
     node.write_manifest(
         "grpc.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090', '5']\n    ports: [{containerPort: 9090}]\n    readinessProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n    livenessProbe:\n      grpc: {port: 9090, service: wasmlet}\n      periodSeconds: 1\n      failureThreshold: 2\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090', '5']\n    ports: [{containerPort: 9090}]\n    readinessProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n    livenessProbe:\n      grpc: {port: 9090, service: wasmlet}\n      initialDelaySeconds: 1\n      periodSeconds: 1\n      failureThreshold: 3\n",
     );
     node.wait_for("Ready through grpc", Duration::from_secs(30), |n| {
         n.pod("grpc").filter(|p| condition(p, "Ready") == "True")
@@ -191,7 +203,11 @@ fn grpc_probes_against_a_health_server() {
     });
     let killed = &container_status(&pod, "server")["lastState"]["terminated"];
     let lived = seconds_between(&killed["startedAt"], &killed["finishedAt"]);
-    assert!(lived >= 5.0, "killed after {lived} s, while still serving");
+    assert!(
+        lived >= 5.0,
+        "killed after {lived} s, while still serving; the probe results:\n{}",
+        probe_lines(&node.log())
+    );
     assert!(
         node.log()
             .contains("service unhealthy (responded with \\\"NOT_SERVING\\\")")
@@ -223,9 +239,14 @@ fn grpc_probe_of_an_unknown_service_fails() {
                 .then_some(())
         },
     );
+    // The first failure may still be "connection refused" while the server starts.
+    node.wait_for("upstream's NotFound message", Duration::from_secs(20), |n| {
+        n.log()
+            .contains("health rpc probe failed: NotFound")
+            .then_some(())
+    });
     let pod = node.pod("grpc-unknown").unwrap();
     assert_eq!(condition(&pod, "Ready"), "False");
-    assert!(node.log().contains("health rpc probe failed: NotFound"));
 }
 
 #[test]

@@ -19,6 +19,10 @@ use wasmlet_plugin_host::PluginRegistry;
 /// within one period; a clean failure is not.
 const MAX_PROBE_RETRIES: u32 = 3;
 
+/// What [`ContainerProbes::quiesce`] waits past the longest probe timeout: the runtime's own
+/// exec timeout fires first, its answer needs a moment to arrive.
+const QUIESCE_MARGIN: Duration = Duration::from_secs(1);
+
 /// What the probes of one running container may reach.
 #[derive(Clone)]
 pub struct ProbeTarget {
@@ -57,6 +61,8 @@ pub struct ContainerProbes {
     configs: Vec<ProbeConfig>,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
+    /// Tells the tasks to finish the run in flight and return (see [`ContainerProbes::quiesce`]).
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl ContainerProbes {
@@ -74,6 +80,7 @@ impl ContainerProbes {
             shared.publish(config.kind, config.kind.initial(), String::new());
         }
         let target = Arc::new(target);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
         let since_start = prober.started.elapsed();
         let tasks = configs
             .iter()
@@ -94,6 +101,7 @@ impl ContainerProbes {
                         prober.events.clone(),
                         started_at,
                         first_delay,
+                        stopped.clone(),
                     )
                     .instrument(span),
                 )
@@ -104,6 +112,30 @@ impl ContainerProbes {
             configs,
             shared,
             tasks,
+            stop,
+        }
+    }
+
+    /// Stops the probes and waits until no run is in flight, at most the longest probe
+    /// timeout. Call it before stopping the container: containerd 1.6 can wedge a container
+    /// whose stop races an `ExecSync` (a probe's command), and then neither the graceful
+    /// stop nor the kill answers. Dropping instead aborts the task but not the exec, which
+    /// keeps running in the runtime.
+    pub async fn quiesce(mut self) {
+        let _ = self.stop.send(true);
+        let longest = self
+            .configs
+            .iter()
+            .map(|c| c.timeout)
+            .max()
+            .unwrap_or_default();
+        let tasks = std::mem::take(&mut self.tasks);
+        let all = futures::future::join_all(tasks);
+        if tokio::time::timeout(longest + QUIESCE_MARGIN, all)
+            .await
+            .is_err()
+        {
+            debug!(container = %self.container_id, "probes still running past their timeout; left behind");
         }
     }
 
@@ -228,18 +260,25 @@ async fn run_worker(
     events: Arc<dyn EventRecorder>,
     started_at: SystemTime,
     first_delay: Duration,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
 ) {
     let object = container_ref(&target);
     let kind = config.kind.as_str();
     let event = |event_type, reason: &str, message: String| {
         events.record(&object, event_type, reason, message)
     };
-    tokio::time::sleep(first_delay).await;
+    tokio::select! {
+        _ = tokio::time::sleep(first_delay) => {}
+        _ = stopped.wait_for(|stop| *stop) => return,
+    }
     let mut ticker = tokio::time::interval(config.period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut thresholds = Thresholds::default();
     loop {
-        ticker.tick().await;
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stopped.wait_for(|stop| *stop) => return,
+        }
         let started = shared.started();
         // Startup gates the others; the startup probe stops once the container started.
         if config.kind == ProbeKind::Startup && started {
