@@ -9,6 +9,7 @@ use crate::eviction::{DecisionLog, EvictionConfig, EvictionManager, NodePressure
 use crate::gc::{ContainerGc, GarbageCollector, ImageGc, ImageGcPolicy};
 use crate::health::Health;
 use crate::kuberuntime::{NodeContext, RuntimeManager};
+use crate::metrics::http::ServerType;
 use crate::pleg::events::EventSource;
 use crate::pleg::{self, Pleg, PlegConfig};
 use crate::pod_worker::NodeRuntime;
@@ -99,6 +100,13 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         source,
     })?;
     info!(node = %config.node_name, node_ip = %config.node_ip, root_dir = %config.root_dir.display(), "starting wasmlet");
+    crate::metrics::kubelet::kubelet()
+        .node_name
+        .get_or_create(&crate::metrics::kubelet::label(
+            "node",
+            config.node_name.clone(),
+        ))
+        .set(1);
 
     let store = Arc::new(StatusStore::default());
     let syncloop_threshold = (kubelet.sync_frequency * 2).max(Duration::from_secs(300));
@@ -141,6 +149,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         pressure.clone(),
         health.clone(),
     ));
+    spawn_volume_stats(
+        kubelet.volume_stats_agg_period,
+        config.root_dir.clone(),
+        store.clone(),
+    );
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),
@@ -169,7 +182,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             .parse()
             .unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let addr = SocketAddr::new(ip, kubelet.read_only_port);
-        let router = server::read_only_router(state.clone()).merge(stats.clone());
+        let router = server::read_only_router(state.clone())
+            .merge(stats.clone())
+            .layer(axum::middleware::from_fn(|request, next| {
+                crate::metrics::http::track(ServerType::ReadOnly, request, next)
+            }));
         server::serve(addr, router)
             .await
             .map_err(|source| StartError::Bind {
@@ -431,4 +448,33 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         _ = terminate.recv() => info!("terminated; exiting (pods keep running)"),
     }
     Ok(())
+}
+
+/// Measures the pods' emptyDirs every `period` for `kubelet_volume_stats_*` (upstream's
+/// `volumeStatsAggPeriod`), off the async workers: a measurement walks each volume.
+fn spawn_volume_stats(
+    period: std::time::Duration,
+    root_dir: std::path::PathBuf,
+    store: Arc<crate::status::StatusStore>,
+) {
+    if period.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (root_dir, pods) = (root_dir.clone(), store.list());
+            let measured = tokio::task::spawn_blocking(move || {
+                crate::metrics::kubelet::kubelet()
+                    .volume_stats
+                    .refresh(&root_dir, &pods)
+            })
+            .await;
+            if let Err(error) = measured {
+                tracing::warn!(%error, "measuring the emptyDir volumes failed");
+            }
+        }
+    });
 }

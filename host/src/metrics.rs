@@ -1,5 +1,13 @@
-//! The node's own Prometheus metrics (GC and eviction), served at `/metrics` on the read-only
-//! port so an operator can see what the plugins decided without reading logs.
+//! The node's metrics, served at `/metrics`: upstream's kubelet series ([`kubelet`]), the
+//! process's ([`process`]), the HTTP ports' ([`http`]) and wasmlet's own (GC and eviction by
+//! plugin, below), in the format the scraper asks for ([`exposition`]).
+
+pub mod exposition;
+pub mod http;
+pub mod kubelet;
+pub mod process;
+pub mod rest_client;
+pub mod volume_stats;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -91,13 +99,9 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// The OpenMetrics text of every counter.
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        if let Err(error) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
-            tracing::warn!(%error, "cannot encode metrics");
-        }
-        out
+    /// The registry, for the exposition.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 }
 

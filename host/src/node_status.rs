@@ -78,13 +78,18 @@ fn condition(
     }
 }
 
-/// The labels the node always carries (upstream's `initialNode` plus `--node-labels`).
-pub fn labels(facts: &NodeFacts) -> BTreeMap<String, String> {
-    let arch = match std::env::consts::ARCH {
+/// The machine's architecture as Go (and so Kubernetes) names it.
+pub fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
         other => other,
-    };
+    }
+}
+
+/// The labels the node always carries (upstream's `initialNode` plus `--node-labels`).
+pub fn labels(facts: &NodeFacts) -> BTreeMap<String, String> {
+    let arch = go_arch();
     let mut labels: BTreeMap<String, String> = [
         ("kubernetes.io/hostname", facts.name.as_str()),
         ("kubernetes.io/os", "linux"),
@@ -251,6 +256,22 @@ pub fn node(
     }
 }
 
+/// `kubelet_node_startup_duration_seconds`: from the machine's boot to the node's first
+/// Ready, set once.
+fn record_startup(ready_at: SystemTime) {
+    static RECORDED: std::sync::Once = std::sync::Once::new();
+    RECORDED.call_once(|| {
+        let Ok(boot) = crate::stats::node::boot_time() else {
+            return;
+        };
+        if let Ok(took) = ready_at.duration_since(boot) {
+            crate::metrics::kubelet::kubelet()
+                .node_startup_duration
+                .set(took.as_secs_f64());
+        }
+    });
+}
+
 /// The node's live view: the facts (known once the runtime answered), the pressure
 /// conditions and the health checks, with the time readiness last changed kept across reads.
 pub struct NodeView {
@@ -292,6 +313,9 @@ impl NodeView {
             let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
             if ready.0 != readiness.is_ok() {
                 *ready = (readiness.is_ok(), SystemTime::now());
+                if ready.0 {
+                    record_startup(ready.1);
+                }
             }
             ready.1
         };

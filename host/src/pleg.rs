@@ -75,6 +75,18 @@ struct Record {
     state: State,
 }
 
+impl State {
+    /// Upstream's `container_state` label value.
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Exited => "exited",
+            State::Created => "created",
+            State::Unknown => "unknown",
+        }
+    }
+}
+
 fn container_state(state: i32) -> State {
     match api::ContainerState::try_from(state) {
         Ok(api::ContainerState::ContainerRunning) => State::Running,
@@ -126,6 +138,8 @@ pub struct Pleg {
     records: HashMap<String, Record>,
     /// Containers containerd reported out of memory, until their exit arrives.
     oom_killed: HashSet<String>,
+    /// When the previous relist began, for `kubelet_pleg_relist_interval_seconds`.
+    last_relist: Option<std::time::Instant>,
 }
 
 impl Pleg {
@@ -146,6 +160,7 @@ impl Pleg {
             store,
             records: HashMap::new(),
             oom_killed: HashSet::new(),
+            last_relist: None,
         }
     }
 
@@ -312,12 +327,26 @@ impl Pleg {
 
     /// One relist: the events since the previous one.
     pub async fn relist(&mut self) -> Result<Vec<PlegEvent>, CriError> {
+        let began = std::time::Instant::now();
+        let metrics = crate::metrics::kubelet::kubelet();
+        metrics.pleg_last_seen.set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs_f64(),
+        );
+        if let Some(previous) = self.last_relist.replace(began) {
+            metrics
+                .pleg_relist_interval
+                .observe(began.duration_since(previous).as_secs_f64());
+        }
         let sandboxes = self.cri.list_pod_sandbox(self.selector.clone()).await?;
         let containers = self.cri.list_containers(self.selector.clone()).await?;
         let uid_of = |labels: &HashMap<String, String>| {
             labels.get(labels::POD_UID).cloned().unwrap_or_default()
         };
         let mut current = HashMap::new();
+        let sandbox_ids: HashSet<String> = sandboxes.iter().map(|s| s.id.clone()).collect();
         for sandbox in sandboxes {
             let record = Record {
                 pod_uid: uid_of(&sandbox.labels),
@@ -352,7 +381,11 @@ impl Pleg {
         if !found.is_empty() {
             debug!(events = found.len(), "PLEG relist found changes");
         }
+        record_running(&current, &sandbox_ids);
         self.records = current;
+        metrics
+            .pleg_relist_duration
+            .observe(began.elapsed().as_secs_f64());
         Ok(found)
     }
 }
@@ -397,8 +430,44 @@ async fn confirm_exit(
     }
 }
 
+/// `kubelet_running_pods` (pods with a ready sandbox) and `kubelet_running_containers` by
+/// state, from one relist, as upstream's `updateRunningPodAndContainerMetrics`.
+fn record_running(records: &HashMap<String, Record>, sandbox_ids: &HashSet<String>) {
+    let metrics = crate::metrics::kubelet::kubelet();
+    let mut running_pods = HashSet::new();
+    let mut by_state = [0i64; 4];
+    for (id, record) in records {
+        if sandbox_ids.contains(id) {
+            if record.state == State::Running {
+                running_pods.insert(record.pod_uid.as_str());
+            }
+            continue;
+        }
+        by_state[record.state as usize] += 1;
+    }
+    metrics.running_pods.set(running_pods.len() as i64);
+    for (state, count) in [
+        State::Running,
+        State::Exited,
+        State::Created,
+        State::Unknown,
+    ]
+    .into_iter()
+    .zip(by_state)
+    {
+        metrics
+            .running_containers
+            .get_or_create(&crate::metrics::kubelet::label(
+                "container_state",
+                state.as_str(),
+            ))
+            .set(count);
+    }
+}
+
 fn send(events: &mpsc::Sender<PlegEvent>, event: PlegEvent) {
     if let Err(mpsc::error::TrySendError::Full(event)) = events.try_send(event) {
+        crate::metrics::kubelet::kubelet().pleg_discard_events.inc();
         warn!(pod_uid = %event.pod_uid, "PLEG event channel full; event dropped");
     }
 }

@@ -153,6 +153,9 @@ pub fn spawn(
         state: WorkerState::Syncing,
         start_time: None,
         last_published: None,
+        first_seen: std::time::Instant::now(),
+        synced: false,
+        start_recorded: false,
     };
     tokio::spawn(worker.run(inbox, predecessor, done_tx).instrument(span));
     WorkerHandle {
@@ -162,6 +165,14 @@ pub fn spawn(
         done,
         terminating: false,
     }
+}
+
+/// `kubelet_pod_worker_duration_seconds{operation_type}` for one sync or kill.
+fn observe_worker(operation: &str, began: std::time::Instant) {
+    crate::metrics::kubelet::kubelet()
+        .pod_worker_duration
+        .get_or_create(&crate::metrics::kubelet::label("operation_type", operation))
+        .observe(began.elapsed().as_secs_f64());
 }
 
 struct PodWorker {
@@ -180,6 +191,12 @@ struct PodWorker {
     start_time: Option<Time>,
     /// The runtime view and waiting reasons of the last status published.
     last_published: Option<(PodRuntimeStatus, HashMap<String, Waiting>)>,
+    /// When the SyncLoop handed the pod over (upstream's first-seen time, for the metrics).
+    first_seen: std::time::Instant,
+    /// Whether a sync ran yet (the first is `create` in the metrics, later ones `sync`).
+    synced: bool,
+    /// Whether the pod's first run was counted in the start metrics.
+    start_recorded: bool,
 }
 
 impl PodWorker {
@@ -200,6 +217,10 @@ impl PodWorker {
                 }
             }
         }
+        let metrics = crate::metrics::kubelet::kubelet();
+        metrics
+            .pod_worker_start_duration
+            .observe(self.first_seen.elapsed().as_secs_f64());
         let mut next_sync = Instant::now();
         while self.state != WorkerState::Terminated {
             let message = tokio::select! {
@@ -226,7 +247,9 @@ impl PodWorker {
                 }
             }
             if let Some(grace) = terminate {
+                let began = std::time::Instant::now();
                 self.terminate(grace).await;
+                observe_worker("kill", began);
                 let _ = done.send(true);
                 continue;
             }
@@ -244,7 +267,11 @@ impl PodWorker {
             if !sync {
                 continue;
             }
-            let wait = match self.sync().await {
+            let began = std::time::Instant::now();
+            let result = self.sync().await;
+            observe_worker(if self.synced { "sync" } else { "create" }, began);
+            self.synced = true;
+            let wait = match result {
                 Ok(wait) => wait,
                 Err(error) => {
                     warn!(%error, "pod sync failed; retrying");
@@ -361,7 +388,34 @@ impl PodWorker {
             previous: previous.as_ref(),
             terminal,
         });
+        if !self.start_recorded && status.phase.as_deref() == Some("Running") {
+            self.start_recorded = true;
+            self.record_start();
+        }
         self.node.status.set_status(&self.pod, status);
+    }
+
+    /// The pod runs for the first time: upstream's start duration and start SLI.
+    fn record_start(&self) {
+        let since_seen = self.first_seen.elapsed().as_secs_f64();
+        let sli = self
+            .pod
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(timestamps::system_time)
+            .and_then(|created| SystemTime::now().duration_since(created).ok())
+            .map(|age| {
+                age.saturating_sub(self.sync_state.image_pulling())
+                    .as_secs_f64()
+            });
+        let host_network = self
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        crate::metrics::kubelet::kubelet().pod_started(since_seen, sli, host_network);
     }
 
     /// The pod is done (Succeeded or Failed): stop its sandbox, keep the exited containers

@@ -83,3 +83,12 @@ pub fn log_directory(pod_logs_dir: &Path, pod: &Pod) -> PathBuf {
 pub fn log_directory_of(pod_logs_dir: &Path, namespace: &str, name: &str, uid: &str) -> PathBuf {
     pod_logs_dir.join(format!("{namespace}_{name}_{uid}"))
 }
+
+/// A pod from a file or HTTP source rather than the API server (upstream's `IsStaticPod`).
+pub fn is_static(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/config.source"))
+        .is_some_and(|source| source != "api")
+}

@@ -24,6 +24,7 @@ pub mod tls;
 use crate::cluster::ApiClients;
 use crate::config::kubelet::KubeletAuthorizationMode;
 use crate::config::{KubeletConfiguration, NodeConfig};
+use crate::metrics::http::ServerType;
 use crate::server::{self, ServerState};
 use authn::{Authenticator, TokenAuthenticator, TokenReviewer};
 use authz::{AccessReviewer, Authorizer, WebhookAuthorizer};
@@ -208,6 +209,9 @@ impl SecurePort {
                 self.auth.clone(),
                 filter::filter,
             ))
+            .layer(axum::middleware::from_fn(|request, next| {
+                crate::metrics::http::track(ServerType::ReadWrite, request, next)
+            }))
     }
 
     /// Binds `address:port` and serves [`SecurePort::app`] in the background; returns the

@@ -13,7 +13,7 @@ use crate::health::Health;
 use crate::source::SourceSnapshot;
 use crate::status::StatusStore;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::{Json, Router};
@@ -69,26 +69,30 @@ async fn evictions(State(state): State<ServerState>) -> Json<serde_json::Value> 
     }))
 }
 
-/// The node's GC and eviction counters in the Prometheus text format.
-async fn metrics(State(state): State<ServerState>) -> Response {
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.encode(),
-    )
-        .into_response()
+/// `/metrics`: upstream's kubelet and process series, then wasmlet's own, in the format the
+/// scraper's `Accept` prefers.
+async fn metrics(State(state): State<ServerState>, headers: HeaderMap) -> Response {
+    let kubelet = crate::metrics::kubelet::kubelet();
+    exposition(&headers, &[kubelet.registry(), state.metrics.registry()])
 }
 
 /// Upstream's `/metrics/probes`: `prober_probe_total` and `prober_probe_duration_seconds`.
-async fn probe_metrics(State(state): State<ServerState>) -> Response {
+async fn probe_metrics(State(state): State<ServerState>, headers: HeaderMap) -> Response {
+    exposition(&headers, &[state.probe_metrics.registry()])
+}
+
+fn exposition(
+    headers: &HeaderMap,
+    registries: &[&prometheus_client::registry::Registry],
+) -> Response {
+    use crate::metrics::exposition::{render, Format};
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
     (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.probe_metrics.encode(),
+        [(axum::http::header::CONTENT_TYPE, format.content_type())],
+        render(format, registries),
     )
         .into_response()
 }

@@ -5,6 +5,7 @@
 use crate::admission::{AdmitAttributes, PodAdmitChain};
 use crate::eviction::EvictRequest;
 use crate::health::Health;
+use crate::metrics::kubelet as kubelet_metrics;
 use crate::pleg::PlegEvent;
 use crate::pod_worker::{self, NodeRuntime, WorkerHandle, WorkerMessage};
 use crate::podutil;
@@ -111,6 +112,28 @@ impl SyncLoop {
         }
     }
 
+    /// `kubelet_desired_pods` and `kubelet_active_pods`, by whether the pod is static.
+    fn record_pod_counts(&self) {
+        let metrics = kubelet_metrics::kubelet();
+        let count = |pods: &mut dyn Iterator<Item = &Pod>| {
+            pods.fold([0i64; 2], |mut counts, pod| {
+                counts[usize::from(podutil::is_static(pod))] += 1;
+                counts
+            })
+        };
+        let desired = count(&mut self.desired.values().map(|p| &p.pod));
+        let active = self.active_pods();
+        let active = count(&mut active.iter());
+        for (is_static, index) in [(false, 0), (true, 1)] {
+            let label = kubelet_metrics::static_label(is_static);
+            metrics
+                .desired_pods
+                .get_or_create(&label)
+                .set(desired[index]);
+            metrics.active_pods.get_or_create(&label).set(active[index]);
+        }
+    }
+
     /// The pods admitted that are neither terminating nor terminal.
     fn active_pods(&self) -> Vec<Pod> {
         self.workers
@@ -158,6 +181,7 @@ impl SyncLoop {
             self.desired.insert(uid.clone(), pod);
             self.admit_desired(&uid, runtime_pods);
         }
+        self.record_pod_counts();
     }
 
     /// Admits the desired pod `uid` unless it already has a worker or was refused. A pod
@@ -233,10 +257,18 @@ impl SyncLoop {
             })
             .map(|(uid, _)| uid.clone())
             .collect();
+        let metrics = kubelet_metrics::kubelet();
         for uid in restart {
             info!(%uid, "pod wanted again after its termination; starting it");
+            if let Some(pod) = self.desired.get(&uid) {
+                metrics
+                    .restarted_pods
+                    .get_or_create(&kubelet_metrics::static_label(podutil::is_static(&pod.pod)))
+                    .inc();
+            }
             self.admit_desired(&uid, None);
         }
+        self.record_pod_counts();
         if !self.source_ready {
             return;
         }

@@ -13,6 +13,12 @@ pub fn api_time(at: SystemTime) -> Time {
     Time(Timestamp::from_nanosecond(nanos).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 
+/// The API's `Time` as a wall-clock time (`None` before the epoch).
+pub fn system_time(at: &Time) -> Option<SystemTime> {
+    let nanos = u64::try_from(at.0.as_nanosecond()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_nanos(nanos))
+}
+
 /// The current time as the API's `Time`.
 pub fn now() -> Time {
     api_time(SystemTime::now())

@@ -288,7 +288,11 @@ pub async fn run(clients: ApiClients, pods: Arc<MirrorPods>, mut inputs: MirrorI
             }
         }
         let statics: Vec<Pod> = snapshot.pods.iter().map(|s| s.pod.clone()).collect();
-        *pods.write() = mirror_uids(&statics, &actual);
+        let known = mirror_uids(&statics, &actual);
+        crate::metrics::kubelet::kubelet()
+            .mirror_pods
+            .set(known.len() as i64);
+        *pods.write() = known;
         if node_uid.is_none() && !statics.is_empty() && !waiting_for_node {
             info!(
                 pods = statics.len(),

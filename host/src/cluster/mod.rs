@@ -96,10 +96,23 @@ impl ApiClients {
             config.connect_timeout = Some(HEARTBEAT_TIMEOUT);
             config.read_timeout = timeout;
             config.write_timeout = timeout;
-            kube::Client::try_from(config).map_err(|e| ConnectError::Client {
-                path: path.clone(),
-                message: e.to_string(),
-            })
+            let host = config
+                .cluster_url
+                .authority()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            kube::client::ClientBuilder::try_from(config)
+                .map(|builder| {
+                    builder
+                        .with_layer(&crate::metrics::rest_client::RestClientMetricsLayer::new(
+                            host,
+                        ))
+                        .build()
+                })
+                .map_err(|e| ConnectError::Client {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })
         };
         // Watches of the main client stay open for minutes: no read deadline there; single
         // calls get theirs from `call`.

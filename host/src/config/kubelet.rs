@@ -123,6 +123,10 @@ pub struct KubeletConfiguration {
     pub register_node: bool,
     /// Taints the Node is registered with (only when it is created, as upstream).
     pub register_with_taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// How often the emptyDir volumes' usage is measured for `kubelet_volume_stats_*`
+    /// (a walk of each volume); 0 turns it off.
+    #[serde(with = "duration::go")]
+    pub volume_stats_agg_period: Duration,
     /// How often node status is computed, and patched when it changed.
     #[serde(with = "duration::go")]
     pub node_status_update_frequency: Duration,
@@ -176,6 +180,7 @@ impl Default for KubeletConfiguration {
             image_maximum_gc_age: Duration::ZERO,
             register_node: true,
             register_with_taints: Vec::new(),
+            volume_stats_agg_period: Duration::from_secs(60),
             node_status_update_frequency: Duration::from_secs(10),
             node_status_report_frequency: Duration::from_secs(300),
             node_lease_duration_seconds: 40,

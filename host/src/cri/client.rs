@@ -42,6 +42,16 @@ pub enum CriError {
 }
 
 impl CriError {
+    /// The gRPC code's name as Go prints it (`Unknown`, `DeadlineExceeded`), for upstream's
+    /// `code` label; a missed deadline is `DeadlineExceeded`, a bad endpoint `Unavailable`.
+    pub fn code_name(&self) -> String {
+        match self {
+            CriError::Rpc { code, .. } => format!("{code:?}"),
+            CriError::Timeout { .. } => "DeadlineExceeded".into(),
+            CriError::Endpoint { .. } => "Unavailable".into(),
+        }
+    }
+
     /// The runtime does not know the object (already removed): callers treat it as done.
     pub fn is_not_found(&self) -> bool {
         matches!(
@@ -94,7 +104,14 @@ macro_rules! call {
     ($self:ident . $service:ident . $method:ident ($request:expr), $rpc:literal, $timeout:expr) => {{
         let mut service = $self.$service.clone();
         let timeout = $timeout;
-        match tokio::time::timeout(timeout, service.$method($request)).await {
+        let began = std::time::Instant::now();
+        let answer = tokio::time::timeout(timeout, service.$method($request)).await;
+        crate::metrics::kubelet::kubelet().runtime_operation(
+            $rpc,
+            began.elapsed().as_secs_f64(),
+            !matches!(answer, Ok(Ok(_))),
+        );
+        match answer {
             Ok(Ok(response)) => Ok(response.into_inner()),
             Ok(Err(status)) => Err(CriError::Rpc {
                 rpc: $rpc,

@@ -26,6 +26,7 @@ impl EvictionManager {
         available: i64,
         capacity: i64,
     ) -> Result<(), EvictionError> {
+        let stats_taken = Instant::now();
         let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
         let snapshot = Arc::new(snapshot);
         let (decision, shadow) = {
@@ -106,6 +107,13 @@ impl EvictionManager {
                 plugin,
             })
             .inc();
+        let kubelet = crate::metrics::kubelet::kubelet();
+        let signal = crate::metrics::kubelet::label("eviction_signal", threshold.signal.as_str());
+        kubelet.evictions.get_or_create(&signal).inc();
+        kubelet
+            .eviction_stats_age
+            .get_or_create(&signal)
+            .observe(stats_taken.elapsed().as_secs_f64());
         let request = EvictRequest {
             uid: uid.clone(),
             message,

@@ -3,6 +3,7 @@
 //! and the admission check the SyncLoop asks while a condition holds (upstream's eviction
 //! `Admit`).
 
+use crate::podutil;
 use crate::resources::QosClass;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
@@ -182,7 +183,8 @@ impl NodePressure {
     /// Whether upstream would treat `pod` as critical: static pods (unless the node evicts
     /// them) and system-critical priorities.
     pub fn is_critical(&self, pod: &Pod) -> bool {
-        (is_static(pod) && !self.evict_static_pods) || priority(pod) >= SYSTEM_CRITICAL_PRIORITY
+        (podutil::is_static(pod) && !self.evict_static_pods)
+            || priority(pod) >= SYSTEM_CRITICAL_PRIORITY
     }
 
     /// Upstream's eviction `Admit`: under MemoryPressure, BestEffort pods are refused unless
@@ -226,15 +228,6 @@ fn tolerates(pod: &Pod, condition: Condition) -> bool {
                 key_matches && effect_matches
             })
         })
-}
-
-/// A pod from a file or HTTP source rather than the API server.
-pub(super) fn is_static(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("kubernetes.io/config.source"))
-        .is_some_and(|source| source != "api")
 }
 
 /// The pod's priority (0 when unset).

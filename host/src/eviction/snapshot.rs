@@ -2,9 +2,10 @@
 //! pressure, and every running pod as a candidate with its QoS, priority, criticality,
 //! requests and usage (read through [`crate::stats::pod`]).
 
-use super::pressure::{is_static, priority, SYSTEM_CRITICAL_PRIORITY};
+use super::pressure::{priority, SYSTEM_CRITICAL_PRIORITY};
 use super::EvictionManager;
 use crate::config::eviction::Threshold;
+use crate::podutil::is_static;
 use crate::resources::{self, QosClass};
 use crate::stats::{self, pod::PodPaths};
 use k8s_openapi::api::core::v1::Pod;

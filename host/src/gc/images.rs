@@ -300,6 +300,9 @@ impl ImageGc {
                 })
                 .inc();
             metrics.image_bytes_freed.inc_by(image.size);
+            crate::metrics::kubelet::kubelet()
+                .image_garbage_collected
+                .inc();
             info!(image = %image.id, tags = ?image.repo_tags, size = image.size, %plugin, expired, "image GC: removed image");
         }
         if report.freed < bytes_to_free && free_at_least.is_none() {

@@ -28,6 +28,20 @@ pub(super) struct StartContext<'a> {
     pub hooks: &'a PodHooks,
 }
 
+/// Upstream's `container_type` label: `init_container` or `container`.
+fn container_type(pod: &Pod, container: &Container) -> &'static str {
+    let is_init = pod
+        .spec
+        .iter()
+        .flat_map(|spec| spec.init_containers.iter().flatten())
+        .any(|init| init.name == container.name);
+    if is_init {
+        "init_container"
+    } else {
+        "container"
+    }
+}
+
 impl RuntimeManager {
     /// Pulls (per policy), creates and starts attempt `restart_count` of `container`, then
     /// runs its postStart hooks; anything that keeps it from running becomes a waiting
@@ -44,18 +58,40 @@ impl RuntimeManager {
         let event = |kind, reason: &str, message: String| {
             self.events.record(&object, kind, reason, message)
         };
-        if let Err(ImageWait {
-            reason,
-            message,
-            retry,
-        }) = self
+        match self
             .ensure_image(ctx.pod, container, ctx.sandbox_config, image_backoff)
             .await
         {
-            event(EventType::Warning, "Failed", format!("Error: {reason}"));
-            outcome.wait(&container.name, reason, message, retry);
-            return;
+            Ok(pulling) => outcome.pulling += pulling,
+            Err(ImageWait {
+                reason,
+                message,
+                retry,
+            }) => {
+                event(EventType::Warning, "Failed", format!("Error: {reason}"));
+                outcome.wait(&container.name, reason, message, retry);
+                return;
+            }
         }
+        let metrics = crate::metrics::kubelet::kubelet();
+        let container_type = container_type(ctx.pod, container);
+        metrics
+            .started_containers
+            .get_or_create(&crate::metrics::kubelet::label(
+                "container_type",
+                container_type,
+            ))
+            .inc();
+        let failed_start = |error: &crate::cri::CriError| {
+            let labels = vec![
+                ("code", error.code_name().to_string()),
+                ("container_type", container_type.to_string()),
+            ];
+            metrics
+                .started_containers_errors
+                .get_or_create(&labels)
+                .inc();
+        };
         // Older dead attempts stay until container GC removes them (`gc::containers`).
         let envs = super::env::resolve(ctx.pod, container, ctx.facts, &*self.objects)
             .await
@@ -101,6 +137,7 @@ impl RuntimeManager {
                 id
             }
             Err(error) => {
+                failed_start(&error);
                 event(EventType::Warning, "Failed", format!("Error: {error}"));
                 outcome.wait(
                     &container.name,
@@ -124,6 +161,7 @@ impl RuntimeManager {
             // The runtime records the failed start (exit 128, StartError); the next sync
             // restarts it under back-off like any other failure.
             Err(error) => {
+                failed_start(&error);
                 warn!(container = %container.name, %error, "container failed to start");
                 event(EventType::Warning, "Failed", format!("Error: {error}"));
             }

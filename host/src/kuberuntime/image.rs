@@ -19,14 +19,14 @@ pub(super) struct ImageWait {
 impl RuntimeManager {
     /// Makes the image of `container` (of `pod`) available per its `imagePullPolicy`, or says
     /// why the container waits, with upstream's events. `sandbox_config` goes with a pull, as
-    /// CRI asks.
+    /// CRI asks. Returns the time spent pulling (zero when the image was present).
     pub(super) async fn ensure_image(
         &self,
         pod: &Pod,
         container: &Container,
         sandbox_config: &api::PodSandboxConfig,
         backoff: &mut BackOff,
-    ) -> Result<(), ImageWait> {
+    ) -> Result<Duration, ImageWait> {
         let image = container.image.clone().unwrap_or_default();
         let policy = container
             .image_pull_policy
@@ -58,7 +58,7 @@ impl RuntimeManager {
                     "Pulled",
                     format!("Container image \"{image}\" already present on machine"),
                 );
-                return Ok(());
+                return Ok(Duration::ZERO);
             }
             ("Never", false) => {
                 let message =
@@ -93,7 +93,7 @@ impl RuntimeManager {
                 info!(%image, %image_ref, "image pulled");
                 let took = go_duration(started.elapsed());
                 event(EventType::Normal, "Pulled", format!("Successfully pulled image \"{image}\" in {took} ({took} including waiting)"));
-                Ok(())
+                Ok(started.elapsed())
             }
             Err(error) => {
                 backoff.next(&image, now, now);

@@ -27,7 +27,11 @@ impl RuntimeManager {
         }
         let attempt = config.metadata.as_ref().map_or(0, |m| m.attempt);
         let started = std::time::Instant::now();
-        let id = self.cri.run_pod_sandbox(config).await?;
+        let metrics = crate::metrics::kubelet::kubelet();
+        metrics.started_pods.inc();
+        let id = self.cri.run_pod_sandbox(config).await.inspect_err(|_| {
+            metrics.started_pods_errors.inc();
+        })?;
         info!(sandbox = %id, attempt, elapsed_ms = started.elapsed().as_millis() as u64, "pod sandbox running");
         Ok(id)
     }

@@ -27,6 +27,8 @@ pub struct PodSyncState {
     /// The runtime is known to hold nothing for the pod yet (a pod first seen after a relist
     /// that did not list it): the first sync starts without reading the runtime.
     known_empty: bool,
+    /// Time spent pulling the pod's images, which the pod start SLI leaves out.
+    image_pulling: Duration,
 }
 
 impl PodSyncState {
@@ -41,7 +43,13 @@ impl PodSyncState {
             image_backoff: BackOff::new(image_backoff),
             volumes: volumes::PodVolumes::default(),
             known_empty,
+            image_pulling: Duration::ZERO,
         }
+    }
+
+    /// Time the pod's syncs spent pulling images so far.
+    pub fn image_pulling(&self) -> Duration {
+        self.image_pulling
     }
 
     /// Forgets the volumes (they were torn down: an evicted pod frees them).
@@ -68,6 +76,8 @@ pub(super) struct SyncOutcome {
     pub requeue: Duration,
     /// Containers this sync created or started: their status is re-read before publishing.
     pub touched: Vec<String>,
+    /// Time this sync spent pulling images.
+    pub pulling: Duration,
 }
 
 impl SyncOutcome {
@@ -225,6 +235,7 @@ impl RuntimeManager {
             waiting: HashMap::new(),
             requeue: self.sync_frequency,
             touched: Vec::new(),
+            pulling: Duration::ZERO,
         };
         let hooks = self.hooks(pod, &runtime);
         let facts = PodFacts {
@@ -249,6 +260,7 @@ impl RuntimeManager {
         };
         let backoffs = (&mut state.container_backoff, &mut state.image_backoff);
         self.execute(&ctx, actions, backoffs, &mut outcome).await;
+        state.image_pulling += outcome.pulling;
         runtime
             .refresh_containers(&self.cri, &outcome.touched)
             .await?;

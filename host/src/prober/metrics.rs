@@ -129,12 +129,8 @@ impl ProbeMetrics {
         }
     }
 
-    /// The text exposition format (OpenMetrics text, which Prometheus scrapes).
-    pub fn encode(&self) -> String {
-        let mut text = String::new();
-        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
-            text.clear();
-        }
-        text
+    /// The registry, for the exposition (see `crate::metrics::exposition`).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 }

@@ -51,6 +51,14 @@ pub struct ProbeTarget {
     pub pod_containers: Arc<HashMap<String, String>>,
 }
 
+/// When a probe task runs: the container's start (for `initialDelaySeconds`), the delay before
+/// its first run, and the signal to stop.
+struct Schedule {
+    started_at: SystemTime,
+    first_delay: Duration,
+    stopped: tokio::sync::watch::Receiver<bool>,
+}
+
 /// Called when a probe publishes a new result: the pod worker syncs.
 pub type Notify = Arc<dyn Fn() + Send + Sync>;
 
@@ -99,9 +107,11 @@ impl ContainerProbes {
                         shared.clone(),
                         notify.clone(),
                         prober.events.clone(),
-                        started_at,
-                        first_delay,
-                        stopped.clone(),
+                        Schedule {
+                            started_at,
+                            first_delay,
+                            stopped: stopped.clone(),
+                        },
                     )
                     .instrument(span),
                 )
@@ -258,10 +268,13 @@ async fn run_worker(
     shared: Arc<Shared>,
     notify: Notify,
     events: Arc<dyn EventRecorder>,
-    started_at: SystemTime,
-    first_delay: Duration,
-    mut stopped: tokio::sync::watch::Receiver<bool>,
+    schedule: Schedule,
 ) {
+    let Schedule {
+        started_at,
+        first_delay,
+        mut stopped,
+    } = schedule;
     let object = container_ref(&target);
     let kind = config.kind.as_str();
     let event = |event_type, reason: &str, message: String| {

@@ -1,0 +1,427 @@
+//! The upstream kubelet's own series (`pkg/kubelet/metrics/metrics.go`), with its names, help
+//! text (and stability prefix), types, labels and buckets, so the kubernetes-mixin dashboards
+//! and kube-prometheus alerts read wasmlet unchanged.
+//!
+//! One set per process, as upstream's `legacyregistry`: the CRI client, the PLEG, the pod
+//! workers, both HTTP ports and the API client all count into it, and threading a handle
+//! through each of them would buy nothing a process has two of.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::{Family, MetricConstructor};
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::LazyLock;
+
+/// Label pairs of one series.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// Upstream's `metrics.DefBuckets` (client_golang's default).
+pub const DEFAULT_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Upstream's `podStartupDurationBuckets`.
+const POD_STARTUP_BUCKETS: [f64; 25] = [
+    0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0, 180.0, 240.0,
+    300.0, 360.0, 480.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0,
+];
+
+/// Builds a histogram with fixed buckets for every new series of a family.
+#[derive(Clone)]
+pub struct Buckets(fn() -> Histogram);
+
+impl MetricConstructor<Histogram> for Buckets {
+    fn new_metric(&self) -> Histogram {
+        (self.0)()
+    }
+}
+
+fn default_histogram() -> Histogram {
+    Histogram::new(DEFAULT_BUCKETS)
+}
+
+fn runtime_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.5, 14))
+}
+
+/// client-go's request latency buckets.
+fn rest_client_histogram() -> Histogram {
+    Histogram::new([
+        0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
+    ])
+}
+
+fn pod_startup_histogram() -> Histogram {
+    Histogram::new(POD_STARTUP_BUCKETS)
+}
+
+/// A labelled histogram family.
+pub type HistogramFamily = Family<Labels, Histogram, Buckets>;
+
+/// The kubelet's series. Fields are named after the series they feed.
+pub struct KubeletMetrics {
+    registry: Registry,
+    /// `kubelet_node_name{node}`: always 1.
+    pub node_name: Family<Labels, Gauge>,
+    /// `kubelet_running_pods`: pods with a ready sandbox, from the last relist.
+    pub running_pods: Gauge,
+    /// `kubelet_running_containers{container_state}`, from the last relist.
+    pub running_containers: Family<Labels, Gauge>,
+    /// `kubelet_desired_pods{static}`: pods the sources ask for.
+    pub desired_pods: Family<Labels, Gauge>,
+    /// `kubelet_active_pods{static}`: admitted pods that are not terminal.
+    pub active_pods: Family<Labels, Gauge>,
+    /// `kubelet_mirror_pods`: mirror pods the node keeps for its static pods.
+    pub mirror_pods: Gauge,
+    /// `kubelet_pod_start_duration_seconds`: first seen to running.
+    pub pod_start_duration: Histogram,
+    /// `kubelet_pod_start_sli_duration_seconds{first_with_network}`: creation to all
+    /// containers started, less image pulls.
+    pub pod_start_sli_duration: HistogramFamily,
+    /// `kubelet_pod_worker_duration_seconds{operation_type}`: one sync.
+    pub pod_worker_duration: HistogramFamily,
+    /// `kubelet_pod_worker_start_duration_seconds`: first seen to the worker's start.
+    pub pod_worker_start_duration: Histogram,
+    /// `kubelet_pleg_relist_duration_seconds`.
+    pub pleg_relist_duration: Histogram,
+    /// `kubelet_pleg_relist_interval_seconds`: between the starts of two relists.
+    pub pleg_relist_interval: Histogram,
+    /// `kubelet_pleg_last_seen_seconds`: the Unix time of the last relist.
+    pub pleg_last_seen: Gauge<f64, AtomicU64>,
+    /// `kubelet_pleg_discard_events`: events dropped because the channel was full.
+    pub pleg_discard_events: Counter,
+    /// `kubelet_runtime_operations_total{operation_type}`.
+    pub runtime_operations: Family<Labels, Counter>,
+    /// `kubelet_runtime_operations_errors_total{operation_type}`.
+    pub runtime_operations_errors: Family<Labels, Counter>,
+    /// `kubelet_runtime_operations_duration_seconds{operation_type}`.
+    pub runtime_operations_duration: HistogramFamily,
+    /// `kubelet_evictions{eviction_signal}`.
+    pub evictions: Family<Labels, Counter>,
+    /// `kubelet_eviction_stats_age_seconds{eviction_signal}`.
+    pub eviction_stats_age: HistogramFamily,
+    /// `kubelet_preemptions{preemption_signal}`: pods preempted to admit a critical pod.
+    pub preemptions: Family<Labels, Counter>,
+    /// `kubelet_started_pods_total`: sandboxes created.
+    pub started_pods: Counter,
+    /// `kubelet_started_pods_errors_total`.
+    pub started_pods_errors: Counter,
+    /// `kubelet_started_containers_total{container_type}`.
+    pub started_containers: Family<Labels, Counter>,
+    /// `kubelet_started_containers_errors_total{container_type,code}`.
+    pub started_containers_errors: Family<Labels, Counter>,
+    /// `kubelet_restarted_pods_total{static}`: a UID deleted and added again.
+    pub restarted_pods: Family<Labels, Counter>,
+    /// `kubelet_image_garbage_collected_total`.
+    pub image_garbage_collected: Counter,
+    /// `kubelet_node_startup_duration_seconds`: boot to the node's first Ready.
+    pub node_startup_duration: Gauge<f64, AtomicU64>,
+    /// `kubelet_http_requests_total{long_running,method,path,server_type}`.
+    pub http_requests: Family<Labels, Counter>,
+    /// `kubelet_http_requests_duration_seconds{long_running,method,path,server_type}`.
+    pub http_requests_duration: HistogramFamily,
+    /// `kubelet_http_inflight_requests{long_running,method,path,server_type}`.
+    pub http_inflight_requests: Family<Labels, Gauge>,
+    /// `kubernetes_build_info{...}`: always 1, labelled with the version.
+    pub build_info: Family<Labels, Gauge>,
+    /// `rest_client_requests_total{code,host,method}`: API server requests (cluster mode).
+    pub rest_client_requests: Family<Labels, Counter>,
+    /// `rest_client_request_duration_seconds{host,verb}`.
+    pub rest_client_request_duration: HistogramFamily,
+    /// The latest emptyDir measurements, for `kubelet_volume_stats_*`.
+    pub volume_stats: super::volume_stats::VolumeStats,
+    /// Whether a pod with its own network has started yet.
+    first_network_pod_started: std::sync::atomic::AtomicBool,
+}
+
+impl KubeletMetrics {
+    fn new() -> Self {
+        let histograms =
+            |make: fn() -> Histogram| HistogramFamily::new_with_constructor(Buckets(make));
+        let metrics = KubeletMetrics {
+            registry: Registry::default(),
+            node_name: Family::default(),
+            running_pods: Gauge::default(),
+            running_containers: Family::default(),
+            desired_pods: Family::default(),
+            active_pods: Family::default(),
+            mirror_pods: Gauge::default(),
+            pod_start_duration: pod_startup_histogram(),
+            pod_start_sli_duration: histograms(pod_startup_histogram),
+            pod_worker_duration: histograms(default_histogram),
+            pod_worker_start_duration: default_histogram(),
+            pleg_relist_duration: default_histogram(),
+            pleg_relist_interval: default_histogram(),
+            pleg_last_seen: Gauge::default(),
+            pleg_discard_events: Counter::default(),
+            runtime_operations: Family::default(),
+            runtime_operations_errors: Family::default(),
+            runtime_operations_duration: histograms(runtime_histogram),
+            evictions: Family::default(),
+            eviction_stats_age: histograms(default_histogram),
+            preemptions: Family::default(),
+            started_pods: Counter::default(),
+            started_pods_errors: Counter::default(),
+            started_containers: Family::default(),
+            started_containers_errors: Family::default(),
+            restarted_pods: Family::default(),
+            image_garbage_collected: Counter::default(),
+            node_startup_duration: Gauge::default(),
+            http_requests: Family::default(),
+            http_requests_duration: histograms(default_histogram),
+            http_inflight_requests: Family::default(),
+            build_info: Family::default(),
+            rest_client_requests: Family::default(),
+            rest_client_request_duration: histograms(rest_client_histogram),
+            volume_stats: Default::default(),
+            first_network_pod_started: std::sync::atomic::AtomicBool::new(false),
+        };
+        metrics.build_info.get_or_create(&build_labels()).set(1);
+        metrics.registered()
+    }
+
+    fn registered(mut self) -> Self {
+        let r = &mut self.registry;
+        r.register_collector(Box::new(super::process::ProcessCollector));
+        r.register_collector(Box::new(super::volume_stats::VolumeStatsCollector));
+        // Counters are registered without `_total`: the encoder appends it (see exposition).
+        r.register(
+            "kubelet_node_name",
+            "[ALPHA] The node's name. The count is always 1.",
+            self.node_name.clone(),
+        );
+        r.register(
+            "kubelet_running_pods",
+            "[ALPHA] Number of pods that have a running pod sandbox",
+            self.running_pods.clone(),
+        );
+        r.register(
+            "kubelet_running_containers",
+            "[ALPHA] Number of containers currently running",
+            self.running_containers.clone(),
+        );
+        r.register("kubelet_desired_pods", "[ALPHA] The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.", self.desired_pods.clone());
+        r.register("kubelet_active_pods", "[ALPHA] The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.", self.active_pods.clone());
+        r.register("kubelet_mirror_pods", "[ALPHA] The number of mirror pods the kubelet will try to create (one per admitted static pod)", self.mirror_pods.clone());
+        r.register("kubelet_pod_start_duration_seconds", "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", self.pod_start_duration.clone());
+        r.register("kubelet_pod_start_sli_duration_seconds", "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", self.pod_start_sli_duration.clone());
+        r.register("kubelet_pod_worker_duration_seconds", "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", self.pod_worker_duration.clone());
+        r.register(
+            "kubelet_pod_worker_start_duration_seconds",
+            "[ALPHA] Duration in seconds from kubelet seeing a pod to starting a worker.",
+            self.pod_worker_start_duration.clone(),
+        );
+        r.register(
+            "kubelet_pleg_relist_duration_seconds",
+            "[ALPHA] Duration in seconds for relisting pods in PLEG.",
+            self.pleg_relist_duration.clone(),
+        );
+        r.register(
+            "kubelet_pleg_relist_interval_seconds",
+            "[ALPHA] Interval in seconds between relisting in PLEG.",
+            self.pleg_relist_interval.clone(),
+        );
+        r.register(
+            "kubelet_pleg_last_seen_seconds",
+            "[ALPHA] Timestamp in seconds when PLEG was last seen active.",
+            self.pleg_last_seen.clone(),
+        );
+        r.register(
+            "kubelet_pleg_discard_events",
+            "[ALPHA] The number of discard events in PLEG.",
+            self.pleg_discard_events.clone(),
+        );
+        r.register(
+            "kubelet_runtime_operations",
+            "[ALPHA] Cumulative number of runtime operations by operation type.",
+            self.runtime_operations.clone(),
+        );
+        r.register(
+            "kubelet_runtime_operations_errors",
+            "[ALPHA] Cumulative number of runtime operation errors by operation type.",
+            self.runtime_operations_errors.clone(),
+        );
+        r.register(
+            "kubelet_runtime_operations_duration_seconds",
+            "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.",
+            self.runtime_operations_duration.clone(),
+        );
+        r.register(
+            "kubelet_evictions",
+            "[ALPHA] Cumulative number of pod evictions by eviction signal",
+            self.evictions.clone(),
+        );
+        r.register("kubelet_eviction_stats_age_seconds", "[ALPHA] Time between when stats are collected, and when pod is evicted based on those stats by eviction signal", self.eviction_stats_age.clone());
+        r.register(
+            "kubelet_preemptions",
+            "[ALPHA] Cumulative number of pod preemptions by preemption resource",
+            self.preemptions.clone(),
+        );
+        r.register(
+            "kubelet_started_pods",
+            "[ALPHA] Cumulative number of pods started",
+            self.started_pods.clone(),
+        );
+        r.register(
+            "kubelet_started_pods_errors",
+            "[ALPHA] Cumulative number of errors when starting pods",
+            self.started_pods_errors.clone(),
+        );
+        r.register(
+            "kubelet_started_containers",
+            "[ALPHA] Cumulative number of containers started",
+            self.started_containers.clone(),
+        );
+        r.register(
+            "kubelet_started_containers_errors",
+            "[ALPHA] Cumulative number of errors when starting containers",
+            self.started_containers_errors.clone(),
+        );
+        r.register("kubelet_restarted_pods", "[ALPHA] Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods, extremely uncommon for API pods)", self.restarted_pods.clone());
+        r.register("kubelet_image_garbage_collected", "[ALPHA] Total number of images garbage collected by the kubelet, whether through disk usage or image age.", self.image_garbage_collected.clone());
+        r.register(
+            "kubelet_node_startup_duration_seconds",
+            "[ALPHA] Duration in seconds of node startup in total.",
+            self.node_startup_duration.clone(),
+        );
+        r.register(
+            "kubelet_http_requests",
+            "[ALPHA] Number of the http requests received since the server started",
+            self.http_requests.clone(),
+        );
+        r.register(
+            "kubelet_http_requests_duration_seconds",
+            "[ALPHA] Duration in seconds to serve http requests",
+            self.http_requests_duration.clone(),
+        );
+        r.register(
+            "kubelet_http_inflight_requests",
+            "[ALPHA] Number of the inflight http requests",
+            self.http_inflight_requests.clone(),
+        );
+        r.register(
+            "rest_client_requests",
+            "[ALPHA] Number of HTTP requests, partitioned by status code, method, and host.",
+            self.rest_client_requests.clone(),
+        );
+        r.register(
+            "rest_client_request_duration_seconds",
+            "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
+            self.rest_client_request_duration.clone(),
+        );
+        r.register("kubernetes_build_info", "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.", self.build_info.clone());
+        self
+    }
+
+    /// A pod ran for the first time: `since_seen` from the worker's first sight of it, `sli`
+    /// from its creation less image pulls (none when the pod has no creation time). The first
+    /// pod with its own network namespace on the node is labelled `first_with_network`, as
+    /// upstream, since it also waited for the network plugin.
+    pub fn pod_started(&self, since_seen: f64, sli: Option<f64>, host_network: bool) {
+        self.pod_start_duration.observe(since_seen);
+        let first_with_network = !host_network
+            && !self
+                .first_network_pod_started
+                .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(sli) = sli {
+            self.pod_start_sli_duration
+                .get_or_create(&label("first_with_network", first_with_network.to_string()))
+                .observe(sli.max(0.0));
+        }
+    }
+
+    /// The registry, for the exposition.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Counts one CRI call (`rpc` as CRI names it): its duration and whether it failed.
+    pub fn runtime_operation(&self, rpc: &str, seconds: f64, failed: bool) {
+        let labels = label("operation_type", operation_type(rpc));
+        self.runtime_operations.get_or_create(&labels).inc();
+        self.runtime_operations_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+        if failed {
+            self.runtime_operations_errors.get_or_create(&labels).inc();
+        }
+    }
+}
+
+/// `kubernetes_build_info`'s labels: the Kubernetes version wasmlet behaves as, with wasmlet's
+/// own version after it (as the node's `kubeletVersion`); Go's label is empty.
+fn build_labels() -> Labels {
+    let version = crate::node_status::KUBELET_COMPATIBLE_VERSION;
+    let mut parts = version.trim_start_matches('v').split('.');
+    let major = parts.next().unwrap_or_default().to_string();
+    let minor = parts.next().unwrap_or_default().to_string();
+    vec![
+        ("build_date", String::new()),
+        ("compiler", "rustc".to_string()),
+        ("git_commit", String::new()),
+        ("git_tree_state", String::new()),
+        (
+            "git_version",
+            format!("{version}-wasmlet.{}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("go_version", String::new()),
+        ("major", major),
+        ("minor", minor),
+        (
+            "platform",
+            format!("linux/{}", crate::node_status::go_arch()),
+        ),
+    ]
+}
+
+/// The process's kubelet series.
+pub fn kubelet() -> &'static KubeletMetrics {
+    static METRICS: LazyLock<KubeletMetrics> = LazyLock::new(KubeletMetrics::new);
+    &METRICS
+}
+
+/// A label set of one pair.
+pub fn label(name: &'static str, value: impl Into<String>) -> Labels {
+    vec![(name, value.into())]
+}
+
+/// Upstream's `static` label: `"true"` for a pod that is not from the API server.
+pub fn static_label(is_static: bool) -> Labels {
+    label("static", if is_static { "true" } else { "false" })
+}
+
+/// Upstream's `operation_type` for a CRI RPC (`ListPodSandbox` -> `list_podsandbox`,
+/// `ContainerStatus` -> `container_status`), as `instrumented_services.go` names them.
+pub fn operation_type(rpc: &str) -> String {
+    let rpc = rpc.replace("PodSandbox", "Podsandbox");
+    let mut out = String::with_capacity(rpc.len() + 4);
+    for (i, c) in rpc.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_types_are_upstreams() {
+        assert_eq!(operation_type("ListPodSandbox"), "list_podsandbox");
+        assert_eq!(operation_type("RunPodSandbox"), "run_podsandbox");
+        assert_eq!(operation_type("PodSandboxStatus"), "podsandbox_status");
+        assert_eq!(operation_type("ContainerStatus"), "container_status");
+        assert_eq!(operation_type("ExecSync"), "exec_sync");
+        assert_eq!(operation_type("ImageFsInfo"), "image_fs_info");
+        assert_eq!(operation_type("Version"), "version");
+    }
+}
