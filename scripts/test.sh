@@ -22,6 +22,12 @@ cp target/release/examples/grpc_health_server target/test-image/grpc_health_serv
 cp target/release/examples/api_client target/test-image/api_client
 export WASMLET_EXTRA_IMAGE_FILES="$PWD/target/test-image/grpc_health_server $PWD/target/test-image/api_client${WASMLET_EXTRA_IMAGE_FILES:+ $WASMLET_EXTRA_IMAGE_FILES}"
 
+# promtool (Debian's prometheus package) lints every metrics endpoint in tests/integration.
+if ! command -v promtool >/dev/null; then
+  step "promtool (Debian's prometheus package)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
+fi
+
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
 step "image GC node setup (a second containerd on a small tmpfs image filesystem)"

@@ -99,6 +99,27 @@ fn node_registers_ready_with_labels_capacity_node_info_and_a_renewed_lease() {
         },
     );
 
+    // client-go's request series count the node's API calls; the startup time is set once
+    // the node first reported Ready.
+    let metrics = node.try_get("/metrics").expect("/metrics");
+    let requests = |method: &str| {
+        metrics.lines().any(|line| {
+            line.starts_with("rest_client_requests_total{code=\"200\",host=\"")
+                && line.contains(&format!("method=\"{method}\""))
+        })
+    };
+    assert!(requests("GET") && requests("PATCH"), "{metrics}");
+    assert!(
+        metrics.contains("rest_client_request_duration_seconds_count{host=\""),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("kubelet_node_startup_duration_seconds ") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
+
     // Stopping wasmlet leaves the Node; a restart reconciles it instead of failing.
     node.kill();
     assert!(c.get(&["node", "c-register"]).is_some());

@@ -195,6 +195,17 @@ fn memory_pressure_evicts_in_upstream_order_then_clears() {
         ),
         "{metrics}"
     );
+    // Upstream's own series, under its legacy name without `_total`.
+    assert!(
+        metrics.contains("kubelet_evictions{eviction_signal=\"memory.available\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "kubelet_eviction_stats_age_seconds_count{eviction_signal=\"memory.available\"} 1"
+        ),
+        "{metrics}"
+    );
 }
 
 #[test]

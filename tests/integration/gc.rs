@@ -177,6 +177,10 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
         metrics.contains("wasmlet_image_gc_removed_images_total{plugin=\"gc-keep\"} 2"),
         "{metrics}"
     );
+    assert!(
+        metrics.contains("kubelet_image_garbage_collected_total 2"),
+        "{metrics}"
+    );
 }
 
 #[test]

@@ -242,6 +242,20 @@ impl Node {
             .ok()
     }
 
+    /// GET `path` with an `Accept` header: the `Content-Type` and the body.
+    pub fn get_accepting(&self, path: &str, accept: &str) -> Option<(String, String)> {
+        let response = ureq::get(&format!("http://127.0.0.1:{}{path}", self.port))
+            .set("Accept", accept)
+            .timeout(Duration::from_secs(5))
+            .call()
+            .ok()?;
+        let content_type = response
+            .header("Content-Type")
+            .unwrap_or_default()
+            .to_string();
+        Some((content_type, response.into_string().ok()?))
+    }
+
     pub fn get_json(&self, path: &str) -> Value {
         let text = self
             .try_get(path)

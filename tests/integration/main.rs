@@ -10,6 +10,7 @@ mod hooks;
 mod images;
 mod logs;
 mod manifests;
+mod metrics;
 mod plugin_pods;
 mod plugins_api;
 mod pods;

@@ -240,11 +240,15 @@ fn grpc_probe_of_an_unknown_service_fails() {
         },
     );
     // The first failure may still be "connection refused" while the server starts.
-    node.wait_for("upstream's NotFound message", Duration::from_secs(20), |n| {
-        n.log()
-            .contains("health rpc probe failed: NotFound")
-            .then_some(())
-    });
+    node.wait_for(
+        "upstream's NotFound message",
+        Duration::from_secs(20),
+        |n| {
+            n.log()
+                .contains("health rpc probe failed: NotFound")
+                .then_some(())
+        },
+    );
     let pod = node.pod("grpc-unknown").unwrap();
     assert_eq!(condition(&pod, "Ready"), "False");
 }

@@ -1,0 +1,285 @@
+//! `/metrics` as the kubelet's dashboards read it: upstream's names, types and labels (held to
+//! testdata/metrics.txt), the format the scraper asks for, `promtool check metrics` clean on
+//! every endpoint, and series that move when what they count happens.
+
+use crate::harness::{condition, Node, NodeOptions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Lint findings upstream's kubelet has too: counters it named before the `_total` rule.
+const UPSTREAM_LINT: &[&str] = &[
+    "kubelet_evictions counter metrics should have \"_total\" suffix",
+    "kubelet_preemptions counter metrics should have \"_total\" suffix",
+    "kubelet_pleg_discard_events counter metrics should have \"_total\" suffix",
+];
+
+/// Runs promtool on `text`; fails on a parse error or on any lint finding upstream lacks.
+/// Without promtool the test fails under CI and says how to get it elsewhere.
+fn promtool_check(what: &str, text: &str) {
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) => {
+            assert!(
+                std::env::var("CI").is_err(),
+                "promtool is missing ({error}); scripts/test.sh installs Debian's prometheus package"
+            );
+            eprintln!("promtool missing ({error}): {what} not linted (apt-get install prometheus)");
+            return;
+        }
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).expect("write to promtool");
+    drop(stdin);
+    let output = child.wait_with_output().expect("promtool ran");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let unexpected: Vec<&str> = report
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .filter(|line| !UPSTREAM_LINT.iter().any(|known| line.contains(known)))
+        .collect();
+    assert!(
+        matches!(output.status.code(), Some(0) | Some(3)) && unexpected.is_empty(),
+        "promtool check metrics on {what}: {:?}\n{report}\n--- text ---\n{text}",
+        output.status.code()
+    );
+}
+
+/// Family name -> (type, label names seen on its samples, without `le`).
+fn families(text: &str) -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let mut families: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            families.insert(name.to_string(), (kind.to_string(), BTreeSet::new()));
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).unwrap();
+        let sample = &line[..name_end];
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| {
+                let base = sample.strip_suffix(suffix)?;
+                (families.get(base).map(|f| f.0.as_str()) == Some("histogram")).then_some(base)
+            })
+            .unwrap_or(sample);
+        let Some((_, labels)) = families.get_mut(family) else {
+            panic!("sample {sample} has no # TYPE line:\n{text}");
+        };
+        if let Some(set) = line[name_end..].strip_prefix('{') {
+            let set = &set[..set.rfind('}').unwrap()];
+            for pair in set.split("\",").filter(|p| !p.is_empty()) {
+                let name = pair.split_once('=').unwrap().0.trim_start_matches(',');
+                if name != "le" {
+                    labels.insert(name.to_string());
+                }
+            }
+        }
+    }
+    families
+}
+
+/// The value of the sample `series` (name and labels exactly as written), if present.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split(' ').next()?.parse().ok())
+}
+
+#[test]
+fn metrics_have_upstreams_names_formats_and_pass_promtool() {
+    let node = Node::start_with(
+        "t-metrics",
+        NodeOptions {
+            extra_kubelet: "volumeStatsAggPeriod: 1s\n".into(),
+            ..NodeOptions::default()
+        },
+    );
+    node.write_manifest(
+        "web.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: httpd\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'head -c 102400 /dev/zero > /scratch/data; exec httpd -f -p 8080']\n    volumeMounts: [{name: scratch, mountPath: /scratch}]\n    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n  volumes:\n  - name: scratch\n    emptyDir: {}\n",
+    );
+    node.wait_for("web Ready", Duration::from_secs(30), |n| {
+        n.pod("web").filter(|p| condition(p, "Ready") == "True")
+    });
+    let _ = node.try_get("/node");
+    // The emptyDir's usage shows once the background measurement has run.
+    node.wait_for("the emptyDir measured", Duration::from_secs(20), |n| {
+        let text = n.try_get("/metrics")?;
+        value(
+            &text,
+            "kubelet_volume_stats_used_bytes{namespace=\"default\",persistentvolumeclaim=\"\",pod=\"web-t-metrics\",volume=\"scratch\"}",
+        )
+        .filter(|used| *used >= 102400.0)
+    });
+
+    // The default is the Prometheus text format, as the kubelet's.
+    let (content_type, text) = node.get_accepting("/metrics", "*/*").expect("/metrics");
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    promtool_check("/metrics", &text);
+
+    // Every listed family is there with its type and labels.
+    let found = families(&text);
+    let expected = include_str!("testdata/metrics.txt");
+    for line in expected
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let mut parts = line.split(' ');
+        let (name, kind, labels) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let Some((found_kind, found_labels)) = found.get(name) else {
+            panic!("{name} missing from /metrics:\n{text}");
+        };
+        assert_eq!(found_kind, kind, "{name}'s type");
+        let labels: BTreeSet<String> = labels
+            .split(',')
+            .filter(|l| *l != "-")
+            .map(str::to_string)
+            .collect();
+        // A family with no series yet shows no labels; one with series shows exactly these.
+        assert!(
+            found_labels.is_empty() || *found_labels == labels,
+            "{name}'s labels: {found_labels:?}, want {labels:?}"
+        );
+    }
+
+    // What happened shows: the pod started, its containers started, the PLEG relisted, the
+    // runtime was called, and this very request is in flight.
+    assert!(
+        value(&text, "kubelet_started_pods_total").is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert!(
+        value(
+            &text,
+            "kubelet_started_containers_total{container_type=\"container\"}"
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert_eq!(value(&text, "kubelet_running_pods"), Some(1.0), "{text}");
+    assert!(
+        value(
+            &text,
+            "kubelet_running_containers{container_state=\"running\"}"
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "kubelet_desired_pods{static=\"true\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&text, "kubelet_active_pods{static=\"true\"}"),
+        Some(1.0)
+    );
+    assert!(value(&text, "kubelet_pod_start_duration_seconds_count").is_some_and(|v| v >= 1.0));
+    assert!(value(
+        &text,
+        "kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}"
+    )
+    .is_some_and(|v| v >= 1.0));
+    assert!(value(&text, "kubelet_pleg_relist_duration_seconds_count").is_some_and(|v| v >= 1.0));
+    assert!(
+        value(
+            &text,
+            "kubelet_runtime_operations_total{operation_type=\"run_podsandbox\"}"
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert!(
+        value(&text, "kubelet_node_name{node=\"t-metrics\"}") == Some(1.0),
+        "{text}"
+    );
+    assert!(
+        value(
+            &text,
+            "kubelet_http_inflight_requests{long_running=\"false\",method=\"GET\",path=\"metrics\",server_type=\"readonly\"}"
+        ) == Some(1.0),
+        "{text}"
+    );
+    assert!(value(&text, "process_resident_memory_bytes").is_some_and(|v| v > 1e6));
+
+    // OpenMetrics when the scraper prefers it (what Prometheus 2.x asks for).
+    let (content_type, open) = node
+        .get_accepting(
+            "/metrics",
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+        )
+        .expect("/metrics");
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(open.ends_with("# EOF\n"));
+    assert!(open.contains("# TYPE kubelet_started_pods counter\n"));
+    assert!(open.contains("\nkubelet_started_pods_total "));
+
+    // The other metric endpoints pass too.
+    for path in ["/metrics/probes", "/metrics/resource"] {
+        let (_, text) = node.get_accepting(path, "*/*").expect(path);
+        promtool_check(path, &text);
+    }
+
+    // A restart of a pod (file removed and added back with the same UID) is counted.
+    let manifest = std::fs::read_to_string(node.manifests.join("web.yaml")).unwrap();
+    node.remove_manifest("web.yaml");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(node.manifests.join("web.yaml"), manifest).unwrap();
+    node.wait_for("the restart counted", Duration::from_secs(60), |n| {
+        let text = n.try_get("/metrics")?;
+        value(&text, "kubelet_restarted_pods_total{static=\"true\"}").filter(|v| *v >= 1.0)
+    });
+}
+
+#[test]
+fn the_grafana_example_reads_only_series_wasmlet_serves() {
+    let listed: BTreeSet<&str> = include_str!("testdata/metrics.txt")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+        "../../examples/grafana/plugins-dashboard.json"
+    ))
+    .expect("the dashboard is JSON");
+    let mut exprs = Vec::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            exprs.push(target["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    assert!(!exprs.is_empty());
+    for expr in &exprs {
+        let names = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("wasmlet_") || word.starts_with("kubelet_"));
+        for name in names {
+            let family = name.strip_suffix("_bucket").unwrap_or(name);
+            assert!(
+                listed.contains(family),
+                "{family} (in {expr}) is not a series of testdata/metrics.txt"
+            );
+        }
+    }
+}
