@@ -184,29 +184,29 @@ impl LoadedPlugin {
 
     /// Arms the store for a call ending at `deadline`: the epoch deadline (for a guest
     /// running Wasm) and the fuel. The same deadline bounds the call's future (for a guest
-    /// blocked in a host call), in [`LoadedPlugin::run`].
-    fn arm(&self, store: &mut Store<HostState>, deadline: Instant) {
-        let ticks = millis_until(deadline)
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1);
+    /// blocked in a host call), in [`LoadedPlugin::run`]. Returns the milliseconds left, as
+    /// a deadline fault names them.
+    fn arm(&self, store: &mut Store<HostState>, deadline: Instant) -> u64 {
+        let left_ms = millis_until(deadline);
+        let ticks = left_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1);
         store.set_epoch_deadline(ticks);
         if let Some(fuel) = self.spec.limits.fuel {
             let _ = store.set_fuel(fuel);
         }
+        left_ms
     }
 
     /// Runs `future` (a call into the instance) until it ends or `deadline` passes, with the
-    /// epoch ticking. A call cut at its deadline is [`Fault::Deadline`], as an epoch
-    /// interrupt is.
+    /// epoch ticking. A call cut at its deadline is [`Fault::Deadline`] of `deadline_ms` (what
+    /// [`LoadedPlugin::arm`] found left), as an epoch interrupt is.
     fn run<R>(
         &self,
         deadline: Instant,
+        deadline_ms: u64,
         future: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, Fault> {
-        let deadline_ms = millis_until(deadline);
         let _ticking = self.engine.begin_call();
-        let limit = deadline.saturating_duration_since(Instant::now());
-        match self.engine.run_until(limit, future) {
+        match self.engine.run_until(deadline, future) {
             None => Err(Fault::Deadline(deadline_ms)),
             Some(Ok(value)) => Ok(value),
             Some(Err(error)) => Err(match classify(error, &self.spec) {
@@ -220,11 +220,11 @@ impl LoadedPlugin {
     fn instantiate(&self) -> Result<Warm, Fault> {
         let mut store = self.new_store()?;
         let deadline = Instant::now() + self.deadline();
-        self.arm(&mut store, deadline);
+        let deadline_ms = self.arm(&mut store, deadline);
         let config = self.spec.config_json.as_str();
         let pre = &self.pre;
         let store_ref = &mut store;
-        let (bindings, configured) = self.run(deadline, async move {
+        let (bindings, configured) = self.run(deadline, deadline_ms, async move {
             let bindings = match pre {
                 WorldPre::Eviction(pre) => pre
                     .instantiate_async(&mut *store_ref)
@@ -262,10 +262,10 @@ impl LoadedPlugin {
     pub fn validate(&self) -> Result<(), Fault> {
         let mut warm = self.instantiate()?;
         let deadline = Instant::now() + self.deadline();
-        self.arm(&mut warm.store, deadline);
+        let deadline_ms = self.arm(&mut warm.store, deadline);
         let checked = {
             let Warm { store, bindings } = &mut warm;
-            self.run(deadline, self_check(store, bindings))?
+            self.run(deadline, deadline_ms, self_check(store, bindings))?
         };
         match checked {
             Ok(()) => {
@@ -308,10 +308,10 @@ impl LoadedPlugin {
             state.scope = scope;
             state.log_budget.reset();
         }
-        self.arm(&mut warm.store, deadline);
+        let deadline_ms = self.arm(&mut warm.store, deadline);
         let result = {
             let Warm { store, bindings } = &mut warm;
-            self.run(deadline, f(store, bindings))
+            self.run(deadline, deadline_ms, f(store, bindings))
         };
         // A fault poisons the instance (a trap, or a call cut mid-way): it is dropped here and
         // the next call gets a fresh one.
