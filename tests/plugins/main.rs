@@ -8,6 +8,7 @@ mod defaults;
 mod faults;
 mod hooks;
 mod hostile;
+mod metrics;
 mod probe;
 mod swap;
 mod wasi;

@@ -8,7 +8,8 @@ use crate::bindings::{convert, types};
 use crate::cap;
 use crate::config::World;
 use crate::error::PluginError;
-use crate::instance::{CallFuture, Fault, WorldBindings};
+use crate::instance::{Borrows, CallFuture, Fault, LoadedPlugin, WorldBindings};
+use crate::metrics::CallResult;
 use crate::records::{AdmissionPod, PodMeta, PodScope, ProbeOutcome, ProbeRequest, ProbeResult};
 use crate::registry::{PluginRegistry, PluginSlot};
 use crate::state::{CallMeta, HostState};
@@ -51,45 +52,61 @@ fn check_indices(answer: &[u32], len: usize) -> Result<(), Fault> {
             answer.len()
         )));
     }
-    let mut seen = vec![false; len];
+    // One bit per index: 2 words for 110 pods.
+    let mut seen = vec![0u64; len.div_ceil(64)];
     for &index in answer {
-        let Some(slot) = seen.get_mut(index as usize) else {
+        let i = index as usize;
+        let Some(word) = seen.get_mut(i / 64).filter(|_| i < len) else {
             return Err(Fault::Rejected(format!(
                 "index {index} is out of range (there are {len})"
             )));
         };
-        if std::mem::replace(slot, true) {
+        let bit = 1u64 << (i % 64);
+        if *word & bit != 0 {
             return Err(Fault::Rejected(format!("index {index} is listed twice")));
         }
+        *word |= bit;
     }
     Ok(())
 }
 
-/// The span of one plugin call: the plugin, its world, the export called and, for a call
-/// about one pod, the pod. Built once per call; at the default level it is disabled and costs
-/// a level check, no allocation.
-fn call_span(slot: &PluginSlot, call: &'static str, pod: Option<&PodMeta>) -> tracing::Span {
+/// The span of one plugin call: the plugin, its world and version, the export called and,
+/// for a call about one pod, the pod; `result` (and `fault`, the kind) are recorded when the
+/// call ends. Built once per call; at the default level it is disabled and costs a level
+/// check, no allocation.
+fn call_span(
+    slot: &PluginSlot,
+    version: &LoadedPlugin,
+    call: &'static str,
+    pod: Option<&PodMeta>,
+) -> tracing::Span {
     match pod {
         Some(pod) => tracing::debug_span!(
             "plugin_call",
             plugin = %slot.name,
             world = slot.world.as_str(),
+            sha256 = %version.sha256,
             call,
             pod = %format_args!("{}/{}", pod.namespace, pod.name),
-            uid = %pod.uid
+            uid = %pod.uid,
+            result = tracing::field::Empty,
+            fault = tracing::field::Empty,
         ),
         None => tracing::debug_span!(
             "plugin_call",
             plugin = %slot.name,
             world = slot.world.as_str(),
-            call
+            sha256 = %version.sha256,
+            call,
+            result = tracing::field::Empty,
+            fault = tracing::field::Empty,
         ),
     }
 }
 
 /// Runs `call` on the slot's serving version (inside the call's span), records the outcome,
 /// and returns the answer or why the built-in default must decide.
-fn ask<R>(
+fn ask<'d, R>(
     slot: Option<std::sync::Arc<PluginSlot>>,
     name: &'static str,
     pod: Option<&PodMeta>,
@@ -98,6 +115,7 @@ fn ask<R>(
     call: impl for<'a> FnOnce(
         &'a mut wasmtime::Store<HostState>,
         &'a WorldBindings,
+        Borrows<'a, 'd>,
     ) -> CallFuture<'a, Result<R, String>>,
     check: impl FnOnce(&R) -> Result<(), Fault>,
 ) -> Result<(R, DecidedBy), PluginError> {
@@ -107,14 +125,21 @@ fn ask<R>(
     let Some(version) = slot.serving() else {
         return Err(PluginError::NotServing(slot.name.clone()));
     };
-    let span = call_span(&slot, name, pod);
+    let span = call_span(&slot, &version, name, pod);
     let _entered = span.enter();
     let started = Instant::now();
     let result = version
-        .call(meta, scope, call)
+        .call(meta, scope, started, call)
         .and_then(|answer| answer.map_err(|reason| Fault::Error(cap::reason(reason))));
     let result = result.and_then(|answer| check(&answer).map(|()| answer));
-    slot.record(&version, started.elapsed(), result.as_ref().err());
+    let fault = result.as_ref().err();
+    slot.record(&version, started.elapsed(), fault);
+    if !span.is_disabled() {
+        span.record("result", CallResult::of(fault).as_str());
+        if let Some(fault) = fault {
+            span.record("fault", fault.kind());
+        }
+    }
     match result {
         Ok(answer) => Ok((
             answer,
@@ -144,9 +169,8 @@ fn rank_by(
     let node = convert::node(&snapshot.node);
     let pressure: Vec<types::SignalObservation> =
         snapshot.pressure.iter().map(convert::observation).collect();
-    // Owned: the call's future must not borrow the snapshot (one copy of 88 bytes a pod, on
-    // a call made at most once per eviction cycle).
-    let pods = policy::packed::pods_as_words(&snapshot.pods).into_owned();
+    // Borrowed in place on little-endian hosts: wasmtime copies the words into the guest.
+    let pods = policy::packed::pods_as_words(&snapshot.pods);
     let meta = CallMeta {
         pods: snapshot.meta.clone(),
         image_tags: Default::default(),
@@ -157,7 +181,7 @@ fn rank_by(
         None,
         meta,
         None,
-        move |store, bindings| {
+        move |store, bindings, _| {
             Box::pin(async move {
                 match bindings {
                     WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods).await,
@@ -238,7 +262,7 @@ impl PluginRegistry {
             None,
             meta,
             None,
-            move |store, bindings| {
+            move |store, bindings, _| {
                 Box::pin(async move {
                     match bindings {
                         WorldBindings::Gc(b) => {
@@ -290,7 +314,7 @@ impl PluginRegistry {
                 image_tags: Default::default(),
             },
             None,
-            move |store, bindings| {
+            move |store, bindings, _| {
                 Box::pin(async move {
                     match bindings {
                         WorldBindings::Gc(b) => b.call_plan_containers(store, &wasm_dead).await,
@@ -329,7 +353,7 @@ impl PluginRegistry {
             None,
             CallMeta::default(),
             Some(scope),
-            move |store, bindings| {
+            move |store, bindings, _| {
                 Box::pin(async move {
                     match bindings {
                         WorldBindings::Probe(b) => b.call_check(store, &request).await.map(Ok),
@@ -371,7 +395,7 @@ impl PluginRegistry {
                     image_tags: Default::default(),
                 },
                 None,
-                |store, bindings| {
+                |store, bindings, _| {
                     let pod = pod.clone();
                     Box::pin(async move {
                         match bindings {
@@ -471,7 +495,7 @@ impl PluginRegistry {
                 },
                 Some(scope),
                 // A hook's `err` is an answer, not a fault of the plugin.
-                |store, bindings| {
+                |store, bindings, _| {
                     let future = call(store, bindings);
                     Box::pin(async move { future.await.map(Ok) })
                 },

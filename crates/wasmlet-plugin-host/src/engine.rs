@@ -5,8 +5,8 @@
 //! its store's epoch deadline trap. A guest blocked in a host call of WASI (a sleep, a
 //! `poll`, a read of a FIFO in a granted directory) runs no Wasm, so no epoch check is
 //! reached. Calls therefore run as futures (wasmtime's async calls, WASI's async host side),
-//! each under a `tokio::time::timeout` of the same deadline ([`PluginEngine::run_until`]):
-//! when it fires the call's future is dropped, which wasmtime turns into a trap unwinding
+//! each bounded by a `tokio::time::timeout` of the same deadline once it waits in WASI
+//! ([`PluginEngine::run_until`]): when it fires the call's future is dropped, which wasmtime turns into a trap unwinding
 //! the guest's fiber, and the instance is thrown away as after any trap. The future is polled
 //! on the calling (blocking) thread itself; the engine's own one-thread runtime only drives
 //! the timers and WASI's blocking-I/O pool, so a call never depends on the caller's runtime.
@@ -21,7 +21,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine};
 
@@ -187,21 +188,35 @@ impl PluginEngine {
         })
     }
 
-    /// Runs one plugin call's future on this thread until it completes or `limit` passes;
-    /// `None` when the limit passed, the future then dropped (a wasmtime call so dropped
+    /// Runs one plugin call's future on this thread until it completes or `deadline` passes;
+    /// `None` when the deadline passed, the future then dropped (a wasmtime call so dropped
     /// unwinds its guest as a trap would). Blocks: call it off the async executor. It does
     /// not use the caller's runtime, so it neither panics inside one nor needs one.
+    ///
+    /// The future is polled once before any timer exists: a call that never waits in WASI
+    /// (nearly all of them) completes in that poll, the epoch deadline bounding its Wasm, and
+    /// never touches the runtime's timer wheel. Arming a `tokio` timer from outside the
+    /// runtime takes the wheel's lock and wakes the runtime's driver thread to re-plan its
+    /// sleep, then deregisters on drop: that was most of an empty call's cost. Only a call
+    /// still pending after its first poll (blocked in a WASI host call, where no epoch check
+    /// is reached) gets the timer, for the time left to its deadline.
     pub(crate) fn run_until<F: std::future::Future>(
         &self,
-        limit: Duration,
+        deadline: Instant,
         future: F,
     ) -> Option<F::Output> {
-        let Some(runtime) = &self.runtime.0 else {
-            return None;
-        };
+        let runtime = self.runtime.0.as_ref()?;
         // WASI's futures find their timers and blocking pool through the current runtime.
         let _entered = runtime.enter();
-        futures_executor::block_on(tokio::time::timeout(limit, future)).ok()
+        let mut future = std::pin::pin!(future);
+        // A no-op waker: whatever the call waits on now is polled again below, with
+        // `block_on`'s waker, before this thread sleeps.
+        let mut first = Context::from_waker(Waker::noop());
+        if let Poll::Ready(output) = future.as_mut().poll(&mut first) {
+            return Some(output);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        futures_executor::block_on(tokio::time::timeout(left, future)).ok()
     }
 
     /// Marks a call in progress until the guard drops, so epoch deadlines fire.

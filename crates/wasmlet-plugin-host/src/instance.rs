@@ -58,6 +58,12 @@ enum WorldPre {
 /// [`LoadedPlugin::call`] under the call's deadline.
 pub(crate) type CallFuture<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + 'a>>;
 
+/// Lets a call's future borrow the caller's data (`'d`, a snapshot's pods) as well as the
+/// store (`'a`): its bound says the data outlives the call, as `std::thread::Scope` does for
+/// a scope's borrows. Without it the future could hold only owned data, and a ranking would
+/// copy every pod's words once more before wasmtime copies them into the guest.
+pub(crate) struct Borrows<'a, 'd: 'a>(std::marker::PhantomData<&'a &'d ()>);
+
 /// The instantiated bindings of one world.
 pub(crate) enum WorldBindings {
     Eviction(eviction::EvictionPolicy),
@@ -133,11 +139,9 @@ fn classify(error: wasmtime::Error, spec: &PluginSpec) -> Fault {
     }
 }
 
-/// Milliseconds from now to `deadline`, to the nearest, at least 1.
-fn millis_until(deadline: Instant) -> u64 {
-    let micros = deadline
-        .saturating_duration_since(Instant::now())
-        .as_micros();
+/// Milliseconds from `now` to `deadline`, to the nearest, at least 1.
+fn millis_until(deadline: Instant, now: Instant) -> u64 {
+    let micros = deadline.saturating_duration_since(now).as_micros();
     (micros.saturating_add(500) / 1000).clamp(1, u128::from(u64::MAX)) as u64
 }
 
@@ -184,29 +188,29 @@ impl LoadedPlugin {
 
     /// Arms the store for a call ending at `deadline`: the epoch deadline (for a guest
     /// running Wasm) and the fuel. The same deadline bounds the call's future (for a guest
-    /// blocked in a host call), in [`LoadedPlugin::run`].
-    fn arm(&self, store: &mut Store<HostState>, deadline: Instant) {
-        let ticks = millis_until(deadline)
-            .div_ceil(EPOCH_TICK.as_millis() as u64)
-            .max(1);
+    /// blocked in a host call), in [`LoadedPlugin::run`]. Returns the milliseconds left, as
+    /// a deadline fault names them.
+    fn arm(&self, store: &mut Store<HostState>, deadline: Instant, now: Instant) -> u64 {
+        let left_ms = millis_until(deadline, now);
+        let ticks = left_ms.div_ceil(EPOCH_TICK.as_millis() as u64).max(1);
         store.set_epoch_deadline(ticks);
         if let Some(fuel) = self.spec.limits.fuel {
             let _ = store.set_fuel(fuel);
         }
+        left_ms
     }
 
     /// Runs `future` (a call into the instance) until it ends or `deadline` passes, with the
-    /// epoch ticking. A call cut at its deadline is [`Fault::Deadline`], as an epoch
-    /// interrupt is.
+    /// epoch ticking. A call cut at its deadline is [`Fault::Deadline`] of `deadline_ms` (what
+    /// [`LoadedPlugin::arm`] found left), as an epoch interrupt is.
     fn run<R>(
         &self,
         deadline: Instant,
+        deadline_ms: u64,
         future: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, Fault> {
-        let deadline_ms = millis_until(deadline);
         let _ticking = self.engine.begin_call();
-        let limit = deadline.saturating_duration_since(Instant::now());
-        match self.engine.run_until(limit, future) {
+        match self.engine.run_until(deadline, future) {
             None => Err(Fault::Deadline(deadline_ms)),
             Some(Ok(value)) => Ok(value),
             Some(Err(error)) => Err(match classify(error, &self.spec) {
@@ -219,12 +223,13 @@ impl LoadedPlugin {
     /// A fresh instance, configured.
     fn instantiate(&self) -> Result<Warm, Fault> {
         let mut store = self.new_store()?;
-        let deadline = Instant::now() + self.deadline();
-        self.arm(&mut store, deadline);
+        let now = Instant::now();
+        let deadline = now + self.deadline();
+        let deadline_ms = self.arm(&mut store, deadline, now);
         let config = self.spec.config_json.as_str();
         let pre = &self.pre;
         let store_ref = &mut store;
-        let (bindings, configured) = self.run(deadline, async move {
+        let (bindings, configured) = self.run(deadline, deadline_ms, async move {
             let bindings = match pre {
                 WorldPre::Eviction(pre) => pre
                     .instantiate_async(&mut *store_ref)
@@ -261,11 +266,12 @@ impl LoadedPlugin {
     /// `self-check` under the plugin's limits. The instance is kept warm when it passes.
     pub fn validate(&self) -> Result<(), Fault> {
         let mut warm = self.instantiate()?;
-        let deadline = Instant::now() + self.deadline();
-        self.arm(&mut warm.store, deadline);
+        let now = Instant::now();
+        let deadline = now + self.deadline();
+        let deadline_ms = self.arm(&mut warm.store, deadline, now);
         let checked = {
             let Warm { store, bindings } = &mut warm;
-            self.run(deadline, self_check(store, bindings))?
+            self.run(deadline, deadline_ms, self_check(store, bindings))?
         };
         match checked {
             Ok(()) => {
@@ -281,12 +287,18 @@ impl LoadedPlugin {
     ///
     /// A call scoped to a pod (a probe or hook) ends at the earlier of the scope's deadline
     /// (the probe's timeout, the hook's grace) and the plugin's own `deadlineMs`; the scope
-    /// the guest's `pod-access` calls see is cut to the same instant.
-    pub(crate) fn call<R>(
+    /// the guest's `pod-access` calls see is cut to the same instant. `now` is the caller's
+    /// reading of the clock as the call starts (one reading serves the call and its timing).
+    pub(crate) fn call<'d, R>(
         &self,
         meta: CallMeta,
         scope: Option<PodScope>,
-        f: impl for<'a> FnOnce(&'a mut Store<HostState>, &'a WorldBindings) -> CallFuture<'a, R>,
+        now: Instant,
+        f: impl for<'a> FnOnce(
+            &'a mut Store<HostState>,
+            &'a WorldBindings,
+            Borrows<'a, 'd>,
+        ) -> CallFuture<'a, R>,
     ) -> Result<R, Fault> {
         let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
         let mut warm = match slot.take() {
@@ -294,7 +306,7 @@ impl LoadedPlugin {
             None => self.instantiate()?,
         };
         let mut scope = scope;
-        let own = Instant::now() + self.deadline();
+        let own = now + self.deadline();
         let deadline = match scope.as_mut() {
             Some(scope) => {
                 scope.deadline = scope.deadline.min(own);
@@ -308,10 +320,11 @@ impl LoadedPlugin {
             state.scope = scope;
             state.log_budget.reset();
         }
-        self.arm(&mut warm.store, deadline);
+        let deadline_ms = self.arm(&mut warm.store, deadline, now);
         let result = {
             let Warm { store, bindings } = &mut warm;
-            self.run(deadline, f(store, bindings))
+            let borrows = Borrows(std::marker::PhantomData);
+            self.run(deadline, deadline_ms, f(store, bindings, borrows))
         };
         // A fault poisons the instance (a trap, or a call cut mid-way): it is dropped here and
         // the next call gets a fresh one.
@@ -326,9 +339,12 @@ impl LoadedPlugin {
     /// Runs `self-check` on the warm instance under the plugin's limits: the cheapest call
     /// there is, so it measures what the boundary itself costs.
     pub fn self_check(&self) -> Result<(), Fault> {
-        let checked = self.call(CallMeta::default(), None, |store, bindings| {
-            Box::pin(self_check(store, bindings))
-        })?;
+        let checked = self.call(
+            CallMeta::default(),
+            None,
+            Instant::now(),
+            |store, bindings, _| Box::pin(self_check(store, bindings)),
+        )?;
         checked.map_err(|reason| Fault::Error(format!("self-check: {}", cap::reason(reason))))
     }
 

@@ -16,6 +16,7 @@ mod engine;
 mod error;
 mod instance;
 mod limiter;
+mod metrics;
 mod records;
 mod registry;
 mod state;

@@ -6,6 +6,7 @@
 use crate::config::{self, PluginSpec, World};
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{Fault, LoadedPlugin};
+use crate::metrics::{CallResult, PluginMetrics, SlotMetrics, SwapResult};
 use arc_swap::ArcSwapOption;
 use notify::{RecursiveMode, Watcher};
 use std::collections::{HashSet, VecDeque};
@@ -66,6 +67,7 @@ pub struct PluginSlot {
     spec: Mutex<PluginSpec>,
     current: ArcSwapOption<LoadedPlugin>,
     stats: Mutex<Stats>,
+    metrics: SlotMetrics,
 }
 
 /// A time as the API server writes one (`metav1.Time`'s RFC 3339), as `/pods` shows times.
@@ -79,8 +81,9 @@ fn rfc3339(at: SystemTime) -> String {
 }
 
 impl PluginSlot {
-    fn new(spec: PluginSpec) -> Self {
+    fn new(spec: PluginSpec, metrics: &PluginMetrics) -> Self {
         Self {
+            metrics: metrics.slot(&spec.name, spec.world),
             name: spec.name.clone(),
             world: spec.world,
             shadow: spec.shadow,
@@ -113,6 +116,7 @@ impl PluginSlot {
 
     /// Records a call's outcome (and its latency) against the version that served it.
     pub(crate) fn record(&self, version: &LoadedPlugin, elapsed: Duration, fault: Option<&Fault>) {
+        self.metrics.call(elapsed, fault);
         let mut stats = self.stats();
         stats.calls += 1;
         if stats.latencies.len() == LATENCY_SAMPLES {
@@ -137,6 +141,7 @@ impl PluginSlot {
 
     fn reject(&self, sha256: &str, reason: String) {
         warn!(plugin = %self.name, %sha256, %reason, "plugin version rejected; the serving version stays");
+        self.metrics.swap(SwapResult::Rejected);
         self.stats().last_rejected = Some(Rejected {
             sha256: sha256.to_string(),
             reason,
@@ -153,6 +158,20 @@ impl PluginSlot {
         stats.state = PluginState::Serving;
         stats.consecutive_faults = 0;
         stats.swaps += 1;
+        drop(stats);
+        self.metrics.swap(SwapResult::Swapped);
+    }
+
+    /// The serving version's sha256 ("" when none is loaded) and the state, for
+    /// `wasmlet_plugin_info`.
+    pub(crate) fn info(&self) -> (String, PluginState) {
+        let sha256 = self
+            .current
+            .load()
+            .as_ref()
+            .map(|v| v.sha256.clone())
+            .unwrap_or_default();
+        (sha256, self.stats().state.clone())
     }
 
     /// The `/plugins` entry.
@@ -191,7 +210,9 @@ impl PluginSlot {
 pub struct PluginRegistry {
     engine: PluginEngine,
     config_file: Option<PathBuf>,
-    slots: arc_swap::ArcSwap<Vec<Arc<PluginSlot>>>,
+    /// Shared with the `wasmlet_plugin_info` collector, which reads it at each scrape.
+    slots: Arc<arc_swap::ArcSwap<Vec<Arc<PluginSlot>>>>,
+    metrics: PluginMetrics,
     config_error: Mutex<Option<String>>,
     reload_lock: Mutex<()>,
 }
@@ -202,12 +223,24 @@ impl PluginRegistry {
         let registry = Arc::new(Self {
             engine,
             config_file,
-            slots: arc_swap::ArcSwap::from_pointee(Vec::new()),
+            slots: Arc::new(arc_swap::ArcSwap::from_pointee(Vec::new())),
+            metrics: PluginMetrics::default(),
             config_error: Mutex::new(None),
             reload_lock: Mutex::new(()),
         });
         registry.reload();
         registry
+    }
+
+    /// Registers the plugin series on `registry`, which is expected to carry the `wasmlet`
+    /// prefix (`Registry::with_prefix("wasmlet")`, or a root's
+    /// `sub_registry_with_prefix("wasmlet")`): `wasmlet_plugin_calls_total{plugin,world,result}`,
+    /// `wasmlet_plugin_call_duration_seconds{plugin,world}` (a histogram, 1 µs to 1 s),
+    /// `wasmlet_plugin_faults_total{plugin,kind}`, `wasmlet_plugin_swaps_total{plugin,result}`
+    /// and `wasmlet_plugin_info{plugin,world,sha256,state}`. The series count from the
+    /// registry's creation, whenever this is called; call it once per Prometheus registry.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.metrics.register(registry, self.slots.clone());
     }
 
     /// The engines the registry compiles with.
@@ -280,7 +313,7 @@ impl PluginRegistry {
                 .find(|s| s.name == spec.name && s.world == spec.world && s.shadow == spec.shadow)
             {
                 Some(existing) => existing.clone(),
-                None => Arc::new(PluginSlot::new(spec.clone())),
+                None => Arc::new(PluginSlot::new(spec.clone(), &self.metrics)),
             };
             self.refresh(&slot, spec);
             slots.push(slot);
@@ -326,14 +359,20 @@ impl PluginRegistry {
             Ok(version) => version,
             Err(error) => return slot.reject(&sha256, error.to_string()),
         };
-        let validated = tracing::debug_span!(
+        let span = tracing::debug_span!(
             "plugin_call",
             plugin = %spec.name,
             world = spec.world.as_str(),
             call = "self-check",
-            %sha256
-        )
-        .in_scope(|| version.validate());
+            %sha256,
+            result = tracing::field::Empty,
+            fault = tracing::field::Empty,
+        );
+        let validated = span.in_scope(|| version.validate());
+        span.record("result", CallResult::of(validated.as_ref().err()).as_str());
+        if let Err(fault) = &validated {
+            span.record("fault", fault.kind());
+        }
         if let Err(fault) = validated {
             return slot.reject(&sha256, format!("validation failed: {fault}"));
         }

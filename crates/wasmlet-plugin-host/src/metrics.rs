@@ -1,0 +1,333 @@
+//! The plugin series of `/metrics`: calls, their latency and faults, swaps, and which version
+//! of each plugin serves. No kubelet has these; issue 17 names them.
+//!
+//! The families live in the [`crate::PluginRegistry`] from its creation and count whether or
+//! not anyone registered them, so the host may register them on its Prometheus registry at any
+//! time ([`crate::PluginRegistry::register_metrics`]). Each plugin slot resolves its label sets
+//! once ([`SlotMetrics`]): a call then costs a few atomic increments and one histogram
+//! observation, never a label lookup or an allocation.
+
+use crate::config::World;
+use crate::instance::Fault;
+use crate::registry::{PluginSlot, PluginState};
+use arc_swap::ArcSwap;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a call ended, the `result` label of `wasmlet_plugin_calls_total`. Every result but
+/// `ok` is a fault of the plugin ([`Fault`]) and moves `wasmlet_plugin_faults_total` too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallResult {
+    /// The answer passed the host's checks (a hook's refusal is an answer too).
+    Ok,
+    /// The plugin answered `err`: it declined to decide.
+    Error,
+    /// The answer failed the host's checks (an index out of range, an image in use...).
+    Invalid,
+    /// The runtime stopped it or could not run it: a trap, its deadline, fuel or memory
+    /// cap, or an instance that could not be built or configured.
+    Fault,
+}
+
+impl CallResult {
+    /// Every result, in label order.
+    pub const ALL: [CallResult; 4] = [Self::Ok, Self::Error, Self::Invalid, Self::Fault];
+
+    /// The result of a call that ended with `fault` (none: `ok`).
+    pub fn of(fault: Option<&Fault>) -> Self {
+        match fault {
+            None => Self::Ok,
+            Some(Fault::Error(_)) => Self::Error,
+            Some(Fault::Rejected(_)) => Self::Invalid,
+            Some(_) => Self::Fault,
+        }
+    }
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Invalid => "invalid",
+            Self::Fault => "fault",
+        }
+    }
+}
+
+impl Fault {
+    /// Every kind of fault, the `kind` label of `wasmlet_plugin_faults_total`, in label order.
+    pub const KINDS: [&'static str; 8] = [
+        "deadline",
+        "fuel",
+        "memory",
+        "trap",
+        "grant",
+        "configure",
+        "error",
+        "invalid_answer",
+    ];
+
+    /// The `kind` label of this fault (one of [`Fault::KINDS`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Deadline(_) => "deadline",
+            Fault::Fuel => "fuel",
+            Fault::Memory(_) => "memory",
+            Fault::Trap(_) => "trap",
+            Fault::Grant(_) => "grant",
+            Fault::Configure(_) => "configure",
+            Fault::Error(_) => "error",
+            Fault::Rejected(_) => "invalid_answer",
+        }
+    }
+
+    fn kind_index(&self) -> usize {
+        match self {
+            Fault::Deadline(_) => 0,
+            Fault::Fuel => 1,
+            Fault::Memory(_) => 2,
+            Fault::Trap(_) => 3,
+            Fault::Grant(_) => 4,
+            Fault::Configure(_) => 5,
+            Fault::Error(_) => 6,
+            Fault::Rejected(_) => 7,
+        }
+    }
+}
+
+/// What a version swap came to, the `result` label of `wasmlet_plugin_swaps_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SwapResult {
+    /// A new version (or config) validated and now serves.
+    Swapped,
+    /// A version was refused (unreadable, pin mismatch, not a component of the world, failed
+    /// validation); the serving version, if any, stays.
+    Rejected,
+}
+
+impl SwapResult {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Swapped => "swapped",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    plugin: String,
+    world: &'static str,
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DurationLabels {
+    plugin: String,
+    world: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    plugin: String,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SwapLabels {
+    plugin: String,
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InfoLabels {
+    plugin: String,
+    world: &'static str,
+    sha256: String,
+    state: &'static str,
+}
+
+/// The histogram buckets of a call's duration: 1 µs doubling to about 1 s (21 bounds). A
+/// warm call of a small policy takes a few µs, a ranking of 110 pods about 5, a probe plugin
+/// doing HTTP a millisecond or more; deadlines are counted in ms.
+fn call_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1e-6, 2.0, 21))
+}
+
+type DurationFamily = Family<DurationLabels, Histogram, fn() -> Histogram>;
+
+/// The counter families of every plugin; shared (each family is a handle) by the registry,
+/// its slots and the Prometheus registry they are registered on.
+#[derive(Clone)]
+pub(crate) struct PluginMetrics {
+    calls: Family<CallLabels, Counter>,
+    durations: DurationFamily,
+    faults: Family<FaultLabels, Counter>,
+    swaps: Family<SwapLabels, Counter>,
+}
+
+impl Default for PluginMetrics {
+    fn default() -> Self {
+        Self {
+            calls: Family::default(),
+            durations: Family::new_with_constructor(call_histogram),
+            faults: Family::default(),
+            swaps: Family::default(),
+        }
+    }
+}
+
+impl PluginMetrics {
+    /// The series of one plugin, resolved once. Each starts at zero, so a rate over a
+    /// counter that has not moved yet is 0 rather than absent.
+    pub(crate) fn slot(&self, plugin: &str, world: World) -> SlotMetrics {
+        let world = world.as_str();
+        let plugin = plugin.to_string();
+        SlotMetrics {
+            calls: CallResult::ALL.map(|result| {
+                self.calls.get_or_create_owned(&CallLabels {
+                    plugin: plugin.clone(),
+                    world,
+                    result: result.as_str(),
+                })
+            }),
+            duration: self.durations.get_or_create_owned(&DurationLabels {
+                plugin: plugin.clone(),
+                world,
+            }),
+            faults: Fault::KINDS.map(|kind| {
+                self.faults.get_or_create_owned(&FaultLabels {
+                    plugin: plugin.clone(),
+                    kind,
+                })
+            }),
+            swapped: self.swaps.get_or_create_owned(&SwapLabels {
+                plugin: plugin.clone(),
+                result: SwapResult::Swapped.as_str(),
+            }),
+            rejected: self.swaps.get_or_create_owned(&SwapLabels {
+                plugin,
+                result: SwapResult::Rejected.as_str(),
+            }),
+        }
+    }
+
+    /// Registers the families, and the info collector over `slots`, on `registry`.
+    pub(crate) fn register(
+        &self,
+        registry: &mut Registry,
+        slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
+    ) {
+        // Counters without `_total`: the encoder appends it to the samples.
+        registry.register(
+            "plugin_calls",
+            "Plugin calls, by plugin, world and result (ok, error, invalid, fault)",
+            self.calls.clone(),
+        );
+        registry.register(
+            "plugin_call_duration_seconds",
+            "Duration of plugin calls, from the serving version's lookup to the checked answer",
+            self.durations.clone(),
+        );
+        registry.register(
+            "plugin_faults",
+            "Plugin calls that gave no usable answer, by plugin and kind of fault",
+            self.faults.clone(),
+        );
+        registry.register(
+            "plugin_swaps",
+            "Plugin versions swapped in or rejected, by plugin",
+            self.swaps.clone(),
+        );
+        registry.register_collector(Box::new(InfoCollector { slots }));
+    }
+}
+
+/// One plugin's series, resolved: recording is atomic increments and one histogram lock.
+pub(crate) struct SlotMetrics {
+    calls: [Counter; 4],
+    duration: Histogram,
+    faults: [Counter; 8],
+    swapped: Counter,
+    rejected: Counter,
+}
+
+impl SlotMetrics {
+    /// Counts one call, its duration and its fault, if any.
+    pub(crate) fn call(&self, elapsed: Duration, fault: Option<&Fault>) {
+        // The discriminant is the index in `CallResult::ALL`, the order `calls` was built in.
+        if let Some(counter) = self.calls.get(CallResult::of(fault) as usize) {
+            counter.inc();
+        }
+        self.duration.observe(elapsed.as_secs_f64());
+        if let Some(counter) = fault.and_then(|f| self.faults.get(f.kind_index())) {
+            counter.inc();
+        }
+    }
+
+    /// Counts a swap or a rejected version.
+    pub(crate) fn swap(&self, result: SwapResult) {
+        match result {
+            SwapResult::Swapped => self.swapped.inc(),
+            SwapResult::Rejected => self.rejected.inc(),
+        };
+    }
+}
+
+/// `wasmlet_plugin_info`, read from the slots at each scrape, so a version swapped out or a
+/// plugin removed from the config leaves no stale series.
+struct InfoCollector {
+    slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
+}
+
+impl std::fmt::Debug for InfoCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InfoCollector").finish_non_exhaustive()
+    }
+}
+
+/// The `state` label: the slot's [`PluginState`], with `shadow` for a serving shadow plugin
+/// (it ranks for comparison only).
+fn state_label(state: &PluginState, shadow: bool) -> &'static str {
+    match state {
+        PluginState::Serving if shadow => "shadow",
+        PluginState::Serving => "serving",
+        PluginState::NotLoaded => "notLoaded",
+        PluginState::Failed => "failed",
+    }
+}
+
+impl Collector for InfoCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let slots = self.slots.load();
+        let mut family = encoder.encode_descriptor(
+            "plugin_info",
+            "The version of each configured plugin (sha256 of its component, empty when none \
+             loaded) and its state (serving, shadow, failed, notLoaded); always 1",
+            None,
+            MetricType::Gauge,
+        )?;
+        for slot in slots.iter() {
+            let (sha256, state) = slot.info();
+            let labels = InfoLabels {
+                plugin: slot.name.clone(),
+                world: slot.world.as_str(),
+                sha256,
+                state: state_label(&state, slot.shadow),
+            };
+            family.encode_family(&labels)?.encode_gauge(&1i64)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
