@@ -142,7 +142,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     };
     let prober = Arc::new(crate::prober::Prober::new(plugins.clone()).with_events(events.clone()));
 
-    let metrics = Arc::new(crate::metrics::Metrics::default());
+    let metrics = Arc::new(crate::metrics::Metrics::with_plugins(&plugins));
     let pressure = Arc::new(NodePressure::new(config.wasmlet.evict_static_pods));
     let decision_log = Arc::new(DecisionLog::default());
     let node_view = Arc::new(crate::node_status::NodeView::new(

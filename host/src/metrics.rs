@@ -99,6 +99,14 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// The counters, and the plugin platform's series of `plugins` (calls, latency, faults,
+    /// swaps, versions) under the same `wasmlet_` prefix.
+    pub fn with_plugins(plugins: &wasmlet_plugin_host::PluginRegistry) -> Self {
+        let mut metrics = Self::default();
+        plugins.register_metrics(&mut metrics.registry);
+        metrics
+    }
+
     /// The registry, for the exposition.
     pub fn registry(&self) -> &Registry {
         &self.registry

@@ -5,6 +5,8 @@
 //! samples (`..._total`), an info family becomes a gauge named `..._info`, and `# UNIT`,
 //! `_created` samples and `# EOF` go.
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::registry::Registry;
 
 /// The `Content-Type` of the Prometheus text format, as client_golang writes it.
@@ -20,6 +22,40 @@ const COUNTERS_WITHOUT_TOTAL: &[&str] = &[
     "kubelet_preemptions",
     "kubelet_pleg_discard_events",
 ];
+
+/// A family registered with its help text as given. `Registry::register` appends a period to
+/// every help text, which would change upstream's texts (and double the period of those that
+/// have one); a collector's descriptor is written verbatim.
+#[derive(Debug)]
+struct Verbatim<M> {
+    name: &'static str,
+    help: &'static str,
+    metric: M,
+}
+
+impl<M> Collector for Verbatim<M>
+where
+    M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let family =
+            encoder.encode_descriptor(self.name, self.help, None, self.metric.metric_type())?;
+        self.metric.encode(family)
+    }
+}
+
+/// Registers `metric` as `name` with `help` exactly as given (counters without `_total`: the
+/// encoder appends it).
+pub fn register_verbatim<M>(
+    registry: &mut Registry,
+    name: &'static str,
+    help: &'static str,
+    metric: M,
+) where
+    M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+{
+    registry.register_collector(Box::new(Verbatim { name, help, metric }));
+}
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

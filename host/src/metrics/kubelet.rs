@@ -6,6 +6,7 @@
 //! workers, both HTTP ports and the API client all count into it, and threading a handle
 //! through each of them would buy nothing a process has two of.
 
+use super::exposition::register_verbatim;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
@@ -187,131 +188,154 @@ impl KubeletMetrics {
         r.register_collector(Box::new(super::process::ProcessCollector));
         r.register_collector(Box::new(super::volume_stats::VolumeStatsCollector));
         // Counters are registered without `_total`: the encoder appends it (see exposition).
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_node_name",
             "[ALPHA] The node's name. The count is always 1.",
             self.node_name.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_running_pods",
             "[ALPHA] Number of pods that have a running pod sandbox",
             self.running_pods.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_running_containers",
             "[ALPHA] Number of containers currently running",
             self.running_containers.clone(),
         );
-        r.register("kubelet_desired_pods", "[ALPHA] The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.", self.desired_pods.clone());
-        r.register("kubelet_active_pods", "[ALPHA] The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.", self.active_pods.clone());
-        r.register("kubelet_mirror_pods", "[ALPHA] The number of mirror pods the kubelet will try to create (one per admitted static pod)", self.mirror_pods.clone());
-        r.register("kubelet_pod_start_duration_seconds", "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", self.pod_start_duration.clone());
-        r.register("kubelet_pod_start_sli_duration_seconds", "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", self.pod_start_sli_duration.clone());
-        r.register("kubelet_pod_worker_duration_seconds", "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", self.pod_worker_duration.clone());
-        r.register(
+        register_verbatim(r, "kubelet_desired_pods", "[ALPHA] The number of pods the kubelet is being instructed to run. static is true if the pod is not from the apiserver.", self.desired_pods.clone());
+        register_verbatim(r, "kubelet_active_pods", "[ALPHA] The number of pods the kubelet considers active and which are being considered when admitting new pods. static is true if the pod is not from the apiserver.", self.active_pods.clone());
+        register_verbatim(r, "kubelet_mirror_pods", "[ALPHA] The number of mirror pods the kubelet will try to create (one per admitted static pod)", self.mirror_pods.clone());
+        register_verbatim(r, "kubelet_pod_start_duration_seconds", "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", self.pod_start_duration.clone());
+        register_verbatim(r, "kubelet_pod_start_sli_duration_seconds", "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", self.pod_start_sli_duration.clone());
+        register_verbatim(r, "kubelet_pod_worker_duration_seconds", "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", self.pod_worker_duration.clone());
+        register_verbatim(
+            r,
             "kubelet_pod_worker_start_duration_seconds",
             "[ALPHA] Duration in seconds from kubelet seeing a pod to starting a worker.",
             self.pod_worker_start_duration.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_pleg_relist_duration_seconds",
             "[ALPHA] Duration in seconds for relisting pods in PLEG.",
             self.pleg_relist_duration.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_pleg_relist_interval_seconds",
             "[ALPHA] Interval in seconds between relisting in PLEG.",
             self.pleg_relist_interval.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_pleg_last_seen_seconds",
             "[ALPHA] Timestamp in seconds when PLEG was last seen active.",
             self.pleg_last_seen.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_pleg_discard_events",
             "[ALPHA] The number of discard events in PLEG.",
             self.pleg_discard_events.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_runtime_operations",
             "[ALPHA] Cumulative number of runtime operations by operation type.",
             self.runtime_operations.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_runtime_operations_errors",
             "[ALPHA] Cumulative number of runtime operation errors by operation type.",
             self.runtime_operations_errors.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_runtime_operations_duration_seconds",
             "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.",
             self.runtime_operations_duration.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_evictions",
             "[ALPHA] Cumulative number of pod evictions by eviction signal",
             self.evictions.clone(),
         );
-        r.register("kubelet_eviction_stats_age_seconds", "[ALPHA] Time between when stats are collected, and when pod is evicted based on those stats by eviction signal", self.eviction_stats_age.clone());
-        r.register(
+        register_verbatim(r, "kubelet_eviction_stats_age_seconds", "[ALPHA] Time between when stats are collected, and when pod is evicted based on those stats by eviction signal", self.eviction_stats_age.clone());
+        register_verbatim(
+            r,
             "kubelet_preemptions",
             "[ALPHA] Cumulative number of pod preemptions by preemption resource",
             self.preemptions.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_started_pods",
             "[ALPHA] Cumulative number of pods started",
             self.started_pods.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_started_pods_errors",
             "[ALPHA] Cumulative number of errors when starting pods",
             self.started_pods_errors.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_started_containers",
             "[ALPHA] Cumulative number of containers started",
             self.started_containers.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_started_containers_errors",
             "[ALPHA] Cumulative number of errors when starting containers",
             self.started_containers_errors.clone(),
         );
-        r.register("kubelet_restarted_pods", "[ALPHA] Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods, extremely uncommon for API pods)", self.restarted_pods.clone());
-        r.register("kubelet_image_garbage_collected", "[ALPHA] Total number of images garbage collected by the kubelet, whether through disk usage or image age.", self.image_garbage_collected.clone());
-        r.register(
+        register_verbatim(r, "kubelet_restarted_pods", "[ALPHA] Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods, extremely uncommon for API pods)", self.restarted_pods.clone());
+        register_verbatim(r, "kubelet_image_garbage_collected", "[ALPHA] Total number of images garbage collected by the kubelet, whether through disk usage or image age.", self.image_garbage_collected.clone());
+        register_verbatim(
+            r,
             "kubelet_node_startup_duration_seconds",
             "[ALPHA] Duration in seconds of node startup in total.",
             self.node_startup_duration.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_http_requests",
             "[ALPHA] Number of the http requests received since the server started",
             self.http_requests.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_http_requests_duration_seconds",
             "[ALPHA] Duration in seconds to serve http requests",
             self.http_requests_duration.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "kubelet_http_inflight_requests",
             "[ALPHA] Number of the inflight http requests",
             self.http_inflight_requests.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "rest_client_requests",
             "[ALPHA] Number of HTTP requests, partitioned by status code, method, and host.",
             self.rest_client_requests.clone(),
         );
-        r.register(
+        register_verbatim(
+            r,
             "rest_client_request_duration_seconds",
             "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
             self.rest_client_request_duration.clone(),
         );
-        r.register("kubernetes_build_info", "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.", self.build_info.clone());
+        register_verbatim(r, "kubernetes_build_info", "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.", self.build_info.clone());
         self
     }
 

@@ -5,6 +5,7 @@
 //! how long runs took. A pod's series go away with the pod.
 
 use super::{ProbeKind, ProbeTarget};
+use crate::metrics::exposition::register_verbatim;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -68,14 +69,16 @@ impl ProbeMetrics {
         let durations: HistogramFamily = Family::new_with_constructor(|| Histogram::new(BUCKETS));
         let mut registry = Registry::default();
         // prometheus-client appends `_total` to counters: this is `prober_probe_total`.
-        registry.register(
+        register_verbatim(
+            &mut registry,
             "prober_probe",
-            "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+            "[ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
             results.clone(),
         );
-        registry.register(
+        register_verbatim(
+            &mut registry,
             "prober_probe_duration_seconds",
-            "Duration in seconds for a probe response.",
+            "[ALPHA] Duration in seconds for a probe response.",
             durations.clone(),
         );
         Self {

@@ -41,41 +41,46 @@ fn the_scrapers_accept_header_picks_the_format() {
 }
 
 fn sample_registry() -> Registry {
-    let mut registry = Registry::with_prefix("kubelet");
+    let mut registry = Registry::default();
     let evictions = LabelledFamily::<Signal, Counter>::default();
     evictions
         .get_or_create(&Signal {
             eviction_signal: "memory.available".into(),
         })
         .inc();
-    registry.register(
-        "evictions",
+    register_verbatim(
+        &mut registry,
+        "kubelet_evictions",
         "[ALPHA] Cumulative number of pod evictions by eviction signal",
         evictions,
     );
     let started = Counter::<u64>::default();
     started.inc_by(3);
-    registry.register(
-        "started_pods",
+    register_verbatim(
+        &mut registry,
+        "kubelet_started_pods",
         "[ALPHA] Cumulative number of pods started",
         started,
     );
     let running = Gauge::<i64>::default();
     running.set(2);
-    registry.register(
-        "running_pods",
+    register_verbatim(
+        &mut registry,
+        "kubelet_running_pods",
         "[ALPHA] Number of pods that have a running pod sandbox",
         running,
     );
     let relist = Histogram::new([0.005, 0.01]);
     relist.observe(0.007);
-    registry.register(
-        "pleg_relist_duration_seconds",
+    register_verbatim(
+        &mut registry,
+        "kubelet_pleg_relist_duration_seconds",
         "[ALPHA] Duration in seconds for relisting pods in PLEG.",
         relist,
     );
-    registry.register(
-        "build",
+    register_verbatim(
+        &mut registry,
+        "kubelet_build",
         "wasmlet's version",
         Info::new(vec![("version".to_string(), "1".to_string())]),
     );
