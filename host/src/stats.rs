@@ -1,11 +1,12 @@
 //! Every reading the node takes of itself: statvfs of its filesystems, the cgroup v1/v2 memory,
 //! CPU and pid counters, /proc, and the runtime's container stats. The eviction manager, GC, the
-//! node facts and the Summary API ([`summary`], [`resource_metrics`]) read through here, so that
-//! each number is measured one way, the way upstream's kubelet measures it through cadvisor and
-//! CRI.
+//! node facts, the Summary API ([`summary`], [`resource_metrics`]) and `/metrics/cadvisor`
+//! ([`cadvisor`]) read through here, so that each number is measured one way, the way upstream's
+//! kubelet measures it through cadvisor and CRI.
 //!
 //! Removing pod cgroups is not a reading: it stays with the cgroup manager in [`crate::cgroups`].
 
+pub mod cadvisor;
 pub mod cgroup;
 pub mod cpu;
 pub mod fs;
@@ -14,6 +15,7 @@ pub mod node;
 pub mod pod;
 pub mod resource_metrics;
 pub mod summary;
+pub mod text_format;
 
 use crate::cri::CriError;
 use std::io;

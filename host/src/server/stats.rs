@@ -1,11 +1,13 @@
 //! The stats endpoints, served on the secure port and the read-only port as upstream serves
 //! them (`pkg/kubelet/server/stats/handler.go`, `metrics/collectors/resource_metrics.go`):
-//! `GET`/`POST /stats/summary` (the Summary API, `?only_cpu_and_memory=true` for the cheap part)
-//! and `GET /metrics/resource` (what metrics-server scrapes).
+//! `GET`/`POST /stats/summary` (the Summary API, `?only_cpu_and_memory=true` for the cheap part),
+//! `GET /metrics/resource` (what metrics-server scrapes) and `GET /metrics/cadvisor` (the
+//! container series Prometheus scrapes, `pkg/kubelet/server/server.go`).
 
 use crate::cri::CriClient;
-use crate::stats::resource_metrics;
+use crate::stats::cadvisor::CadvisorProvider;
 use crate::stats::summary::SummaryProvider;
+use crate::stats::{resource_metrics, text_format};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +22,8 @@ use std::sync::Arc;
 pub struct StatsState {
     /// Builds the Summary.
     pub summary: Arc<SummaryProvider>,
+    /// Builds `/metrics/cadvisor`.
+    pub cadvisor: Arc<CadvisorProvider>,
 }
 
 impl StatsState {
@@ -31,17 +35,24 @@ impl StatsState {
         root_dir: impl Into<PathBuf>,
         pod_logs_dir: impl Into<PathBuf>,
     ) -> Self {
+        let (node_name, root_dir) = (node_name.into(), root_dir.into());
         StatsState {
+            cadvisor: Arc::new(CadvisorProvider::new(
+                cri.clone(),
+                node_name.clone(),
+                root_dir.clone(),
+            )),
             summary: Arc::new(SummaryProvider::new(cri, node_name, root_dir, pod_logs_dir)),
         }
     }
 }
 
-/// `/stats/summary` and `/metrics/resource`, with their state.
+/// `/stats/summary`, `/metrics/resource` and `/metrics/cadvisor`, with their state.
 pub fn router(state: StatsState) -> Router {
     Router::new()
         .route("/stats/summary", get(summary).post(summary))
         .route("/metrics/resource", get(resource))
+        .route("/metrics/cadvisor", get(cadvisor))
         .with_state(state)
 }
 
@@ -87,6 +98,14 @@ async fn resource(State(state): State<StatsState>) -> Response {
     (
         [(header::CONTENT_TYPE, resource_metrics::CONTENT_TYPE)],
         resource_metrics::encode(summary.as_ref()),
+    )
+        .into_response()
+}
+
+async fn cadvisor(State(state): State<StatsState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, text_format::CONTENT_TYPE)],
+        state.cadvisor.scrape().await,
     )
         .into_response()
 }

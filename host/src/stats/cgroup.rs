@@ -2,6 +2,8 @@
 //! minus inactive_file, as cadvisor computes it), cumulative CPU time, the number of processes
 //! and a process to find the cgroup's network namespace by.
 
+pub mod snapshot;
+
 use crate::cgroups::CGROUP_ROOT;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -55,21 +57,29 @@ pub struct MemoryCounters {
     pub page_faults: Option<u64>,
     /// Major page faults since the cgroup was created.
     pub major_page_faults: Option<u64>,
+    /// Page cache (v1 `total_cache`, v2 `file`), cadvisor's `cache`.
+    pub cache: Option<u64>,
 }
 
 impl MemoryCounters {
     /// The counters of a parsed memory.stat, by the field names of cgroup v1 (the hierarchical
     /// `total_` ones) or v2.
     pub fn of(stat: &HashMap<String, u64>, v1: bool) -> Self {
-        let (rss, faults, major) = if v1 {
-            ("total_rss", "total_pgfault", "total_pgmajfault")
+        let (rss, faults, major, cache) = if v1 {
+            (
+                "total_rss",
+                "total_pgfault",
+                "total_pgmajfault",
+                "total_cache",
+            )
         } else {
-            ("anon", "pgfault", "pgmajfault")
+            ("anon", "pgfault", "pgmajfault", "file")
         };
         MemoryCounters {
             rss: stat.get(rss).copied(),
             page_faults: stat.get(faults).copied(),
             major_page_faults: stat.get(major).copied(),
+            cache: stat.get(cache).copied(),
         }
     }
 }
@@ -222,7 +232,7 @@ mod tests {
 
     #[test]
     fn v1_memory_uses_the_hierarchical_fields_and_drops_the_unlimited_limit() {
-        let stat = "rss 1\ntotal_rss 4096\ntotal_pgfault 10\ntotal_pgmajfault 2\ntotal_inactive_file 1000\n";
+        let stat = "rss 1\ntotal_rss 4096\ntotal_cache 900\ntotal_pgfault 10\ntotal_pgmajfault 2\ntotal_inactive_file 1000\n";
         let memory = parse_memory(true, "5000\n", stat, Some("9223372036854771712\n"))
             .expect("valid fixture");
         assert_eq!(memory.usage, 5000);
@@ -234,7 +244,8 @@ mod tests {
             MemoryCounters {
                 rss: Some(4096),
                 page_faults: Some(10),
-                major_page_faults: Some(2)
+                major_page_faults: Some(2),
+                cache: Some(900),
             }
         );
         let limited = parse_memory(true, "5000", stat, Some("6000")).expect("valid fixture");

@@ -76,6 +76,25 @@ pub async fn image_fs(cri: &CriClient) -> Result<FsStats, StatsError> {
     of(Path::new(&mountpoint))
 }
 
+/// The device a filesystem is mounted from, as cadvisor names filesystems in its `device`
+/// label: the mount source in /proc/self/mountinfo of the deepest mount holding `path`
+/// (`/dev/vda1`, `overlay`, `tmpfs`).
+pub fn device_of<'a>(mountinfo: &'a str, path: &Path) -> Option<&'a str> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            // id parent major:minor root mountpoint options [optional...] - fstype source super
+            let mut fields = line.split(' ');
+            let mountpoint = fields.nth(4)?;
+            let mut after_separator = fields.skip_while(|f| *f != "-").skip(2);
+            let source = after_separator.next()?;
+            path.starts_with(mountpoint)
+                .then_some((mountpoint.len(), source))
+        })
+        .max_by_key(|(depth, _)| *depth)
+        .map(|(_, source)| source)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +128,20 @@ mod tests {
                 .starts_with("statvfs /does/not/exist/wasmlet: "),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_path_is_on_the_deepest_mount_holding_it() {
+        let mountinfo = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
+30 22 0:26 / /var/lib/data rw shared:5 - xfs /dev/vdb rw
+31 22 0:27 / /var/lib/database rw - tmpfs tmpfs rw
+";
+        let device = |p: &str| device_of(mountinfo, Path::new(p));
+        assert_eq!(device("/var/lib/data/containerd"), Some("/dev/vdb"));
+        assert_eq!(device("/var/lib/database"), Some("tmpfs"));
+        // A mountpoint is a path prefix, not a string prefix.
+        assert_eq!(device("/var/lib/datastore"), Some("/dev/vda1"));
+        assert_eq!(device_of("", Path::new("/")), None);
     }
 }

@@ -19,12 +19,20 @@ pub struct InterfaceCounters {
     pub name: String,
     /// Bytes received.
     pub rx_bytes: u64,
+    /// Packets received.
+    pub rx_packets: u64,
     /// Receive errors.
     pub rx_errors: u64,
+    /// Packets dropped on receipt.
+    pub rx_dropped: u64,
     /// Bytes sent.
     pub tx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
     /// Transmit errors.
     pub tx_errors: u64,
+    /// Packets dropped on transmission.
+    pub tx_dropped: u64,
 }
 
 /// The interfaces of a `net/dev` text, the ignored ones left out.
@@ -44,9 +52,13 @@ pub fn parse_net_dev(text: &str) -> Vec<InterfaceCounters> {
             Some(InterfaceCounters {
                 name: name.to_string(),
                 rx_bytes: *fields.first()?,
+                rx_packets: *fields.get(1)?,
                 rx_errors: *fields.get(2)?,
+                rx_dropped: *fields.get(3)?,
                 tx_bytes: *fields.get(8)?,
+                tx_packets: *fields.get(9)?,
                 tx_errors: *fields.get(10)?,
+                tx_dropped: *fields.get(11)?,
             })
         })
         .collect()
@@ -92,9 +104,13 @@ veth5fb779f0:     752      10    0    0    0     0          0         0     1376
             InterfaceCounters {
                 name: "eth0".into(),
                 rx_bytes: 547_378_315,
+                rx_packets: 33_475,
                 rx_errors: 3,
+                rx_dropped: 0,
                 tx_bytes: 2_637_578,
+                tx_packets: 27_155,
                 tx_errors: 4,
+                tx_dropped: 0,
             }
         );
     }

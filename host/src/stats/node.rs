@@ -133,6 +133,7 @@ pub fn memory_counters() -> MemoryCounters {
         rss: None,
         page_faults: vmstat.get("pgfault").copied(),
         major_page_faults: vmstat.get("pgmajfault").copied(),
+        cache: None,
     }
 }
 

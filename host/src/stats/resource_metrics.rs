@@ -2,47 +2,14 @@
 //! upstream's names, help, labels and millisecond sample timestamps
 //! (`pkg/kubelet/metrics/collectors/resource_metrics.go`). metrics-server scrapes this endpoint
 //! and takes each sample's time from its timestamp to compute CPU rates, so the text is written
-//! here rather than through the `prometheus-client` registry, which has no sample timestamps.
-//! The layout is the Prometheus text format 0.0.4 as client_golang writes it: families sorted by
-//! name, series by label values, floats as Go's `%g`.
+//! by [`super::text_format`] rather than through the `prometheus-client` registry, which has no
+//! sample timestamps.
 
 use super::summary::{CpuStats, MemoryStats, Summary};
-use std::fmt::Write;
+use super::text_format::{self, Family, Kind, Series};
 
 /// The `Content-Type` of the text format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Counter,
-    Gauge,
-}
-
-/// One family: its name, help (with upstream's stability prefix), type and series.
-struct Family {
-    name: &'static str,
-    help: &'static str,
-    kind: Kind,
-    series: Vec<Series>,
-}
-
-/// One series: label pairs in name order, value, optional timestamp in ms.
-struct Series {
-    labels: Vec<(&'static str, String)>,
-    value: f64,
-    timestamp_ms: Option<i64>,
-}
-
-impl Family {
-    fn new(name: &'static str, help: &'static str, kind: Kind) -> Self {
-        Family {
-            name,
-            help,
-            kind,
-            series: Vec::new(),
-        }
-    }
-}
+pub use super::text_format::CONTENT_TYPE;
 
 fn container_labels(container: &str, pod: &str, namespace: &str) -> Vec<(&'static str, String)> {
     vec![
@@ -188,12 +155,7 @@ pub fn encode(summary: Option<&Summary>) -> String {
         pod_memory,
         scrape_error,
     ];
-    families.sort_by_key(|f| f.name);
-    let mut out = String::new();
-    for family in &mut families {
-        write_family(&mut out, family);
-    }
-    out
+    text_format::encode(&mut families)
 }
 
 fn sample(labels: Vec<(&'static str, String)>, value: f64, timestamp_ms: i64) -> Series {
@@ -204,89 +166,9 @@ fn sample(labels: Vec<(&'static str, String)>, value: f64, timestamp_ms: i64) ->
     }
 }
 
-/// One family in the text format; nothing for a family without series, as client_golang.
-fn write_family(out: &mut String, family: &mut Family) {
-    if family.series.is_empty() {
-        return;
-    }
-    family.series.sort_by(|a, b| a.labels.cmp(&b.labels));
-    let kind = match family.kind {
-        Kind::Counter => "counter",
-        Kind::Gauge => "gauge",
-    };
-    let help = family.help.replace('\\', "\\\\").replace('\n', "\\n");
-    // Writing to a String cannot fail.
-    let _ = writeln!(out, "# HELP {} {help}", family.name);
-    let _ = writeln!(out, "# TYPE {} {kind}", family.name);
-    for series in &family.series {
-        out.push_str(family.name);
-        if !series.labels.is_empty() {
-            out.push('{');
-            for (i, (name, value)) in series.labels.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{name}=\"{}\"", escape_label(value));
-            }
-            out.push('}');
-        }
-        let _ = write!(out, " {}", go_float(series.value));
-        if let Some(ms) = series.timestamp_ms {
-            let _ = write!(out, " {ms}");
-        }
-        out.push('\n');
-    }
-}
-
-/// A label value with `\`, `"` and newlines escaped.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// A float as Go's `strconv.FormatFloat(v, 'g', -1, 64)` writes it: the shortest digits that
-/// read back exactly, in exponent form (`1.7e+09`) below 1e-4 and from 1e6 on.
-pub fn go_float(value: f64) -> String {
-    if value.is_nan() {
-        return "NaN".into();
-    }
-    if value.is_infinite() {
-        return if value > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    if value == 0.0 {
-        return "0".into();
-    }
-    let scientific = format!("{value:e}");
-    let Some((mantissa, exponent)) = scientific.split_once('e') else {
-        return scientific;
-    };
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if (-4..6).contains(&exponent) {
-        return format!("{value}");
-    }
-    let sign = if exponent < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exponent.abs())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_are_written_as_go_writes_them() {
-        assert_eq!(go_float(0.0), "0");
-        assert_eq!(go_float(1.0), "1");
-        assert_eq!(go_float(12.5), "12.5");
-        assert_eq!(go_float(123_456.0), "123456");
-        assert_eq!(go_float(4_194_304.0), "4.194304e+06");
-        assert_eq!(go_float(1_699_999_001.0), "1.699999001e+09");
-        assert_eq!(go_float(0.0001), "0.0001");
-        assert_eq!(go_float(0.00001), "1e-05");
-        assert_eq!(go_float(-2.5e10), "-2.5e+10");
-        assert_eq!(go_float(f64::NAN), "NaN");
-    }
 
     #[test]
     fn the_text_has_upstreams_names_labels_and_timestamps() {

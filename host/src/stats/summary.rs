@@ -396,7 +396,7 @@ impl SummaryProvider {
 }
 
 /// The ready sandboxes, one per pod UID (the newest when a pod has several).
-fn ready_sandboxes(sandboxes: &[api::PodSandbox]) -> Vec<&api::PodSandbox> {
+pub(crate) fn ready_sandboxes(sandboxes: &[api::PodSandbox]) -> Vec<&api::PodSandbox> {
     let mut by_uid: HashMap<&str, &api::PodSandbox> = HashMap::new();
     for sandbox in sandboxes {
         if sandbox.state != api::PodSandboxState::SandboxReady as i32 {

@@ -63,6 +63,7 @@ pub(crate) fn sample() -> Summary {
                     rx_errors: 2,
                     tx_bytes: 3,
                     tx_errors: 4,
+                    ..Default::default()
                 }],
             )),
             fs: Some(fs(&t)),
