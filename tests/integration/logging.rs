@@ -28,7 +28,11 @@ fn json_logs_are_one_upstream_object_per_line() {
     );
     node.write_manifest(
         "json.yaml",
-        &busybox_pod("json", "", "echo hi; exec sleep 3600"),
+        &busybox_pod(
+            "json",
+            "  terminationGracePeriodSeconds: 1\n",
+            "echo hi; exec sleep 3600",
+        ),
     );
     node.wait_phase("json", "Running", Duration::from_secs(30));
     node.remove_manifest("json.yaml");
@@ -40,18 +44,22 @@ fn json_logs_are_one_upstream_object_per_line() {
     let log = node.log();
     let lines: Vec<Value> = log
         .lines()
-        .map(|line| {
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-        })
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
         .collect();
     assert!(lines.len() > 5, "{log}");
     for line in &lines {
         assert!(line["ts"].as_f64().is_some_and(|ts| ts > 1.6e12), "{line}");
-        assert!(line["caller"].as_str().is_some_and(|c| c.contains(".rs")), "{line}");
+        assert!(
+            line["caller"].as_str().is_some_and(|c| c.contains(".rs")),
+            "{line}"
+        );
         assert!(line["msg"].is_string(), "{line}");
         // Upstream writes `v` on every line but errors.
         assert!(line["v"].is_u64() || line.get("err").is_some(), "{line}");
-        assert!(line["v"].as_u64().is_none_or(|v| v <= 2), "-v=2 shows no v 5: {line}");
+        assert!(
+            line["v"].as_u64().is_none_or(|v| v <= 2),
+            "-v=2 shows no v 5: {line}"
+        );
     }
     // -v=2 shows wasmlet's debug lines, inside the pod-sync spans with their fields.
     let pod = format!("json-{}_default", node.name);
@@ -162,10 +170,7 @@ fn pod_sync_spans_are_exported_over_otlp() {
             ..NodeOptions::default()
         },
     );
-    node.write_manifest(
-        "traced.yaml",
-        &busybox_pod("traced", "", "exec sleep 3600"),
-    );
+    node.write_manifest("traced.yaml", &busybox_pod("traced", "", "exec sleep 3600"));
     node.wait_phase("traced", "Running", Duration::from_secs(30));
     let pod = format!("traced-{}_default", node.name);
     // The batch processor exports every 5 s.
@@ -180,7 +185,10 @@ fn pod_sync_spans_are_exported_over_otlp() {
     });
     let attributes = &span.1;
     assert!(
-        matches!(attributes.get("sync_type").map(String::as_str), Some("create" | "sync")),
+        matches!(
+            attributes.get("sync_type").map(String::as_str),
+            Some("create" | "sync")
+        ),
         "{attributes:?}"
     );
     assert_eq!(attributes.get("result").map(String::as_str), Some("ok"));
