@@ -4,6 +4,7 @@
 pub mod duration;
 pub mod eviction;
 pub mod kubelet;
+pub mod logging;
 pub mod wasmlet;
 
 pub use kubelet::KubeletConfiguration;
@@ -88,6 +89,12 @@ pub struct Overrides {
     pub cert_dir: Option<PathBuf>,
     /// `--client-ca-file`: upstream's flag for `authentication.x509.clientCAFile`.
     pub client_ca_file: Option<String>,
+    /// `--logging-format`: `text` or `json`, over `logging.format`.
+    pub logging_format: Option<String>,
+    /// `-v` / `--v`: log verbosity, over `logging.verbosity`.
+    pub verbosity: Option<u32>,
+    /// `--vmodule`: `pattern=N,...`, over `logging.vmodule`.
+    pub vmodule: Option<String>,
 }
 
 /// Everything the node runs with, after the file and the flags are merged.
@@ -168,6 +175,22 @@ impl NodeConfig {
         }
         if let Some(file) = &overrides.client_ca_file {
             kubelet.authentication.x509.client_ca_file = Some(file.clone());
+        }
+        if let Some(format) = &overrides.logging_format {
+            kubelet.logging.format = format.parse().map_err(|message| ConfigError::Flag {
+                flag: "logging-format".into(),
+                message,
+            })?;
+        }
+        if let Some(verbosity) = overrides.verbosity {
+            kubelet.logging.verbosity = verbosity;
+        }
+        if let Some(text) = &overrides.vmodule {
+            kubelet.logging.vmodule =
+                logging::parse_vmodule(text).map_err(|message| ConfigError::Flag {
+                    flag: "vmodule".into(),
+                    message,
+                })?;
         }
         let file_name = file.map(Path::to_path_buf).unwrap_or_default();
         kubelet

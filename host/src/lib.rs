@@ -20,6 +20,7 @@ pub mod gc;
 pub mod health;
 pub mod kuberuntime;
 pub mod lifecycle;
+pub mod logging;
 pub mod logs;
 pub mod machine;
 pub mod metrics;

@@ -177,18 +177,27 @@ struct RunArgs {
     /// Labels the Node is registered with, key=value[,key=value...].
     #[arg(long)]
     node_labels: Option<String>,
+    /// Log format, `text` or `json` (upstream's JSON lines), over `logging.format`.
+    #[arg(long)]
+    logging_format: Option<String>,
+    /// Log verbosity (klog's scale: 2+ debug, 5+ trace for wasmlet), over
+    /// `logging.verbosity`. RUST_LOG, when set, wins over it and over --vmodule.
+    #[arg(short = 'v', long = "v", value_name = "N")]
+    verbosity: Option<u32>,
+    /// Per-module verbosity, `module=N[,module=N...]` (e.g. `pod_worker=4,gc=2`), over
+    /// `logging.vmodule`.
+    #[arg(long, value_name = "PATTERN=N,...")]
+    vmodule: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    // `run` sets up logging from its config file and flags; the tools log as text at -v 0.
+    let _logging = match &cli.command {
+        Command::Run(_) => None,
+        _ => Some(wasmlet::logging::init(&Default::default(), None, "")?),
+    };
+    match cli.command {
         Command::Version => {
             println!("wasmlet {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -349,16 +358,31 @@ fn main() -> anyhow::Result<()> {
                 port: args.port,
                 cert_dir: args.cert_dir,
                 client_ca_file: args.client_ca_file,
+                logging_format: args.logging_format,
+                verbosity: args.verbosity,
+                vmodule: args.vmodule,
             };
             let (config, warnings) = NodeConfig::load(args.config.as_deref(), &overrides)?;
-            for warning in warnings {
-                tracing::warn!(field = %warning.field, "config: {}", warning.message);
-            }
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .context("cannot start the async runtime")?;
-            runtime.block_on(wasmlet::agent::run(config))?;
+            // Inside the runtime: the OTLP exporter's gRPC channel is spawned on it, and the
+            // guard's final flush needs it running.
+            let logging = {
+                let _runtime = runtime.enter();
+                wasmlet::logging::init(
+                    &config.kubelet.logging,
+                    config.kubelet.tracing.as_ref(),
+                    &config.node_name,
+                )?
+            };
+            for warning in warnings {
+                tracing::warn!(field = %warning.field, "config: {}", warning.message);
+            }
+            let result = runtime.block_on(wasmlet::agent::run(config));
+            drop(logging);
+            result?;
             Ok(())
         }
     }

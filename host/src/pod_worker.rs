@@ -247,9 +247,12 @@ impl PodWorker {
                 }
             }
             if let Some(grace) = terminate {
+                let span = self.sync_span("kill");
                 let began = std::time::Instant::now();
-                self.terminate(grace).await;
+                // Teardown retries until it succeeds: its result is always ok.
+                self.terminate(grace).instrument(span.clone()).await;
                 observe_worker("kill", began);
+                span.record("result", "ok");
                 let _ = done.send(true);
                 continue;
             }
@@ -258,7 +261,9 @@ impl PodWorker {
                 continue;
             }
             if let Some((message, grace)) = evict {
-                self.evict(message, grace).await;
+                let span = self.sync_span("kill");
+                self.evict(message, grace).instrument(span.clone()).await;
+                span.record("result", "ok");
                 continue;
             }
             if !exits.is_empty() {
@@ -267,19 +272,38 @@ impl PodWorker {
             if !sync {
                 continue;
             }
+            let operation = if self.synced { "sync" } else { "create" };
+            let span = self.sync_span(operation);
             let began = std::time::Instant::now();
-            let result = self.sync().await;
-            observe_worker(if self.synced { "sync" } else { "create" }, began);
+            let outcome = self.sync().instrument(span.clone()).await;
+            observe_worker(operation, began);
             self.synced = true;
-            let wait = match result {
+            span.record("result", if outcome.is_ok() { "ok" } else { "error" });
+            let wait = match outcome {
                 Ok(wait) => wait,
                 Err(error) => {
-                    warn!(%error, "pod sync failed; retrying");
+                    span.in_scope(|| warn!(%error, "pod sync failed; retrying"));
                     SYNC_ERROR_RETRY
                 }
             };
             next_sync = Instant::now() + wait;
         }
+    }
+
+    /// The span of one sync (upstream's sync types: `create` for the first, `sync`, `kill`),
+    /// with its `result` recorded at the end; inside the pod's span, whose `pod` and `uid`
+    /// the log lines show. Exported as a trace of its own (the pod's span lasts the pod's
+    /// life) with those two as attributes. At `debug`: nothing at the default verbosity
+    /// without trace export.
+    fn sync_span(&self, sync_type: &'static str) -> tracing::Span {
+        let span = tracing::debug_span!("sync", sync_type, result = tracing::field::Empty);
+        crate::logging::export_as_root(&span, || {
+            [
+                ("pod", podutil::full_name(&self.pod)),
+                ("uid", self.uid.clone()),
+            ]
+        });
+        span
     }
 
     /// One sync: the runtime side brings the pod towards its spec, then the status is

@@ -41,6 +41,9 @@ pub struct NodeOptions {
     pub extra_args: Vec<String>,
     /// Serve the secure port (on a free port); off (`port: 0`) when `None`.
     pub secure_port: Option<SecurePortOptions>,
+    /// `RUST_LOG` of the wasmlet process (`info,wasmlet=debug`); `None` leaves it unset so
+    /// `-v`/`--vmodule` and the config file decide.
+    pub rust_log: Option<String>,
 }
 
 /// The secure port of a test node.
@@ -60,6 +63,7 @@ impl Default for NodeOptions {
             runtime_socket: None,
             extra_args: Vec::new(),
             secure_port: None,
+            rust_log: Some("info,wasmlet=debug".into()),
         }
     }
 }
@@ -75,6 +79,7 @@ pub struct Node {
     pub secure_port: Option<u16>,
     config: PathBuf,
     extra_args: Vec<String>,
+    rust_log: Option<String>,
     child: Option<Child>,
     runtime: tokio::runtime::Runtime,
     pub cri: CriClient,
@@ -147,6 +152,7 @@ impl Node {
             secure_port,
             config,
             extra_args: options.extra_args.clone(),
+            rust_log: options.rust_log.clone(),
             child: None,
             runtime,
             cri,
@@ -162,13 +168,17 @@ impl Node {
             .append(true)
             .open(self.log_path())
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wasmlet"));
+        match &self.rust_log {
+            Some(filter) => command.env("RUST_LOG", filter),
+            None => command.env_remove("RUST_LOG"),
+        };
+        let child = command
             .args(["run", "--config"])
             .arg(&self.config)
             .args(["--hostname-override", &self.name, "--root-dir"])
             .arg(self.dir.path().join("root"))
             .args(&self.extra_args)
-            .env("RUST_LOG", "info,wasmlet=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

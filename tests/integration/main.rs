@@ -8,6 +8,7 @@ mod eviction;
 mod gc;
 mod hooks;
 mod images;
+mod logging;
 mod logs;
 mod manifests;
 mod metrics;

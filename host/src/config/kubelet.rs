@@ -2,6 +2,7 @@
 //! upstream field names and defaults (`pkg/kubelet/apis/config/v1beta1/defaults.go`).
 
 use super::duration;
+use super::logging::{LoggingConfiguration, TracingConfiguration};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,6 +48,8 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "tlsPrivateKeyFile",
     "authentication",
     "authorization",
+    "logging",
+    "tracing",
 ];
 
 /// Upstream fields that parse but have no effect yet: warned about by name, not as unknown.
@@ -151,6 +154,10 @@ pub struct KubeletConfiguration {
     pub cluster_dns: Vec<String>,
     /// The cluster's DNS domain: search paths `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
     pub cluster_domain: String,
+    /// Log format and verbosity (`--logging-format`, `-v`, `--vmodule` override it).
+    pub logging: LoggingConfiguration,
+    /// OTLP export of spans; absent (the default) exports nothing.
+    pub tracing: Option<TracingConfiguration>,
 }
 
 impl Default for KubeletConfiguration {
@@ -194,6 +201,8 @@ impl Default for KubeletConfiguration {
             tls_private_key_file: None,
             authentication: KubeletAuthentication::default(),
             authorization: KubeletAuthorization::default(),
+            logging: LoggingConfiguration::default(),
+            tracing: None,
         }
     }
 }
@@ -385,6 +394,22 @@ impl KubeletConfiguration {
         }
         if self.eviction_max_pod_grace_period < 0 {
             return field("evictionMaxPodGracePeriod", "must not be negative");
+        }
+        for item in &self.logging.vmodule {
+            item.target()
+                .map_err(|why| ("logging.vmodule".to_string(), why))?;
+        }
+        if let Some(rate) = self
+            .tracing
+            .as_ref()
+            .and_then(|t| t.sampling_rate_per_million)
+        {
+            if !(0..=1_000_000).contains(&rate) {
+                return field(
+                    "tracing.samplingRatePerMillion",
+                    "must be between 0 and 1000000",
+                );
+            }
         }
         super::eviction::thresholds(self)?;
         Ok(())

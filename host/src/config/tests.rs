@@ -262,3 +262,126 @@ fn secure_port_paths_and_flags() {
         Some("/etc/ca.crt")
     );
 }
+
+#[test]
+fn logging_flags_win_over_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+         logging: {format: json, verbosity: 3, vmodule: [{filePattern: gc, verbosity: 5}]}\n\
+         tracing: {endpoint: 'collector:4317', samplingRatePerMillion: 250000}\n",
+    )
+    .unwrap();
+    let base = Overrides {
+        root_dir: Some("/tmp/r".into()),
+        hostname_override: Some("node-a".into()),
+        ..Default::default()
+    };
+    let (config, warnings) = NodeConfig::load(Some(&file), &base).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let logging = &config.kubelet.logging;
+    assert_eq!(logging.format, logging::LogFormat::Json);
+    assert_eq!(logging.verbosity, 3);
+    assert_eq!(logging.vmodule[0].target().unwrap(), "wasmlet::gc");
+    let tracing = config.kubelet.tracing.as_ref().unwrap();
+    assert_eq!(tracing.endpoint_url(), "http://collector:4317");
+    assert_eq!(tracing.sampling_ratio(), 0.25);
+
+    let flags = Overrides {
+        logging_format: Some("text".into()),
+        verbosity: Some(0),
+        vmodule: Some("pod_worker=4, eviction/pressure=2".into()),
+        ..base.clone()
+    };
+    let (config, _) = NodeConfig::load(Some(&file), &flags).unwrap();
+    let logging = &config.kubelet.logging;
+    assert_eq!(logging.format, logging::LogFormat::Text);
+    assert_eq!(logging.verbosity, 0);
+    let targets: Vec<_> = logging
+        .vmodule
+        .iter()
+        .map(|v| v.target().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        ["wasmlet::pod_worker", "wasmlet::eviction::pressure"]
+    );
+
+    for (flags, flag) in [
+        (
+            Overrides {
+                logging_format: Some("xml".into()),
+                ..base.clone()
+            },
+            "--logging-format",
+        ),
+        (
+            Overrides {
+                vmodule: Some("pod_*=3".into()),
+                ..base.clone()
+            },
+            "--vmodule",
+        ),
+        (
+            Overrides {
+                vmodule: Some("gc=high".into()),
+                ..base.clone()
+            },
+            "--vmodule",
+        ),
+    ] {
+        let err = NodeConfig::load(Some(&file), &flags)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(flag), "{err}");
+    }
+}
+
+#[test]
+fn bad_logging_and_tracing_fields_are_named() {
+    for (body, field) in [
+        ("logging: {format: xml}", "logging.format"),
+        (
+            "logging: {vmodule: [{filePattern: 'a b', verbosity: 2}]}",
+            "logging.vmodule",
+        ),
+        (
+            "tracing: {samplingRatePerMillion: 2000000}",
+            "tracing.samplingRatePerMillion",
+        ),
+    ] {
+        let text = format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n{body}\n"
+        );
+        let err = match parse(&text) {
+            Err(e) => e.to_string(),
+            Ok((kubelet, _, _)) => format!("{:?}", kubelet.validate().unwrap_err()),
+        };
+        assert!(err.contains(field), "{body}: {err}");
+    }
+}
+
+#[test]
+fn vmodule_patterns_map_to_targets() {
+    let items = logging::parse_vmodule(
+        "pod_worker=2,wasmlet_plugin_host=5,wasmlet::gc::images=1,kuberuntime.rs=3",
+    )
+    .unwrap();
+    let targets: Vec<_> = items.iter().map(|v| v.target().unwrap()).collect();
+    assert_eq!(
+        targets,
+        [
+            "wasmlet::pod_worker",
+            "wasmlet_plugin_host",
+            "wasmlet::gc::images",
+            "wasmlet::kuberuntime"
+        ]
+    );
+    assert_eq!(items[1].verbosity, 5);
+    for bad in ["gc", "gc=", "=3", "gc=-1", "*=2", "a-b=2", "gc//x=1"] {
+        assert!(logging::parse_vmodule(bad).is_err(), "{bad}");
+    }
+    assert!(logging::parse_vmodule("").unwrap().is_empty());
+}
