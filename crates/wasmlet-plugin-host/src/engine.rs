@@ -194,12 +194,13 @@ impl PluginEngine {
     /// not use the caller's runtime, so it neither panics inside one nor needs one.
     ///
     /// The future is polled once before any timer exists: a call that never waits in WASI
-    /// (nearly all of them) completes in that poll, the epoch deadline bounding its Wasm, and
-    /// never touches the runtime's timer wheel. Arming a `tokio` timer from outside the
-    /// runtime takes the wheel's lock and wakes the runtime's driver thread to re-plan its
-    /// sleep, then deregisters on drop: that was most of an empty call's cost. Only a call
-    /// still pending after its first poll (blocked in a WASI host call, where no epoch check
-    /// is reached) gets the timer, for the time left to its deadline.
+    /// (nearly all of them) completes in that poll, the epoch deadline bounding its Wasm.
+    /// `tokio::time::timeout` would not register its timer for such a call either (it polls
+    /// the inner future first), but building it (the runtime handle, a clock reading) and
+    /// `block_on`'s own set-up are skipped too; the bulk of a call's fixed cost is wasmtime's
+    /// (a fiber per async call), not this. Only a call still pending after its first poll
+    /// (blocked in a WASI host call, where no epoch check is reached) gets the timer, for the
+    /// time left to its deadline.
     pub(crate) fn run_until<F: std::future::Future>(
         &self,
         deadline: Instant,
