@@ -8,6 +8,10 @@
 //! preview1 reactor adapter that wasmtime publishes, so the guest's `wasi_snapshot_preview1`
 //! calls become WASI 0.2 imports, the ones the host links deny-all. The adapter calls the
 //! module's `_initialize` (the Go runtime's start-up) when the component is instantiated.
+//! The adapter allocates from a static arena of the Go SDK instead of the module's
+//! `cabi_realloc` (see [`arena`]).
+
+mod arena;
 
 use anyhow::{bail, Context, Result};
 use wasi_preview1_component_adapter_provider::{
@@ -28,7 +32,9 @@ fn main() -> Result<()> {
     let world_id = resolve
         .select_world(&[package], Some(world))
         .with_context(|| format!("no world {world} in {wit_dir}"))?;
-    let mut module = std::fs::read(core).with_context(|| format!("cannot read {core}"))?;
+    let module = std::fs::read(core).with_context(|| format!("cannot read {core}"))?;
+    let mut module = arena::add_adapter_realloc(&module)
+        .with_context(|| format!("cannot add the adapter's allocator to {core}"))?;
     embed_component_metadata(
         &mut module,
         &resolve,
