@@ -38,13 +38,24 @@ type ProbeHandler interface {
 }
 
 // LifecycleHooks admits pods and runs container hooks (world lifecycle-hooks).
-// In Admit, pod answers errors (the pod has no IP yet).
+// pod-meta index 0 is the pod concerned. Embed NoContainerHooks for a plugin
+// that only admits.
 type LifecycleHooks interface {
 	Base
-	Admit(pod *AdmissionPod, access PodAccess) error
+	Admit(pod *AdmissionPod) error
 	PostStart(container string, pod PodAccess) error
 	PreStop(container string, graceMs uint32, pod PodAccess) error
 }
+
+// NoContainerHooks gives a LifecycleHooks plugin PostStart and PreStop that do
+// nothing.
+type NoContainerHooks struct{}
+
+// PostStart does nothing.
+func (NoContainerHooks) PostStart(string, PodAccess) error { return nil }
+
+// PreStop does nothing.
+func (NoContainerHooks) PreStop(string, uint32, PodAccess) error { return nil }
 
 // PodAccess is network and exec access scoped to one pod (interface pod-access).
 // Every call is bounded by timeoutMs and what is left of the call's deadline.

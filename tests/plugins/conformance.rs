@@ -15,13 +15,17 @@ const SDK_LIMITS: &str = "  limits: {deadlineMs: 5000, memoryMiB: 256}\n";
 
 /// The SDK builds of `name`, by language; None when the SDKs were not built at all.
 fn sdk_components(name: &str) -> Option<Vec<(&'static str, PathBuf)>> {
+    sdk_components_in(name, &LANGS)
+}
+
+fn sdk_components_in(name: &str, langs: &[&'static str]) -> Option<Vec<(&'static str, PathBuf)>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdk-plugins");
     if !dir.exists() {
         eprintln!("{} does not exist: SDK conformance skipped (run scripts/build-sdk-plugins.sh)", dir.display());
         return None;
     }
     Some(
-        LANGS
+        langs
             .iter()
             .map(|lang| {
                 let path = dir.join(lang).join(format!("{name}.wasm"));
@@ -160,6 +164,58 @@ fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
                 "{lang}, round {round}: HTTP {status} {body} with {args}: {} vs rust's {}",
                 got.message, expected.message
             );
+        }
+    }
+}
+
+/// The admission example (Go only so far) refuses and admits as the Rust one, reason for reason.
+#[test]
+fn sdk_admission_decides_as_the_rust_require_limits() {
+    let Some(sdks) = sdk_components_in("admission-require-limits", &["go"]) else {
+        return;
+    };
+    let config = "  config: {namespaces: [prod, payments]}\n";
+    let rust = registry(&plugin(
+        "rust",
+        "lifecycle-hooks",
+        &wasm("admission_require_limits"),
+        config,
+    ));
+    let others: Vec<(&str, Setup)> = sdks
+        .iter()
+        .map(|(lang, path)| {
+            let extra = format!("{config}{SDK_LIMITS}");
+            (*lang, registry(&plugin(lang, "lifecycle-hooks", path, &extra)))
+        })
+        .collect();
+    let mut rng = Lcg(5);
+    for round in 0..200 {
+        let containers = (0..1 + rng.next(4))
+            .map(|i| AdmissionContainer {
+                name: format!("c{i}"),
+                is_init: rng.next(4) == 0,
+                has_cpu_request: rng.next(2) == 0,
+                has_memory_request: rng.next(2) == 0,
+                has_cpu_limit: rng.next(3) != 0,
+                has_memory_limit: rng.next(3) != 0,
+            })
+            .collect();
+        let pod = AdmissionPod {
+            priority: 0,
+            qos: policy::QosClass::Burstable,
+            is_static: false,
+            is_critical: false,
+            containers,
+        };
+        let meta = PodMeta {
+            namespace: ["prod", "payments", "dev", "kube-system"][rng.next(4) as usize].into(),
+            name: format!("pod-{round}"),
+            ..Default::default()
+        };
+        let expected = rust.registry.admit(&pod, meta.clone()).map(|_| ()).map_err(|(reason, _)| reason);
+        for (lang, setup) in &others {
+            let got = setup.registry.admit(&pod, meta.clone()).map(|_| ()).map_err(|(reason, _)| reason);
+            assert_eq!(got, expected, "{lang}, round {round}");
         }
     }
 }
