@@ -122,7 +122,7 @@ pub fn add_adapter_realloc(module: &[u8]) -> Result<Vec<u8>> {
         if let Some((id, range)) = payload.as_section() {
             out.section(&RawSection {
                 id,
-                data: &module[range],
+                data: &module[range.start as usize..range.end as usize],
             });
         }
     }
