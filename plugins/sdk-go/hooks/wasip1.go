@@ -50,7 +50,7 @@ func postStart(p, n uint32) uint32 {
 	if registered == nil {
 		return abi.ReturnUnit(errNoPlugin)
 	}
-	return abi.ReturnUnit(registered.PostStart(string(abi.Bytes(p, n)), abi.Access{}))
+	return abi.ReturnUnit(registered.PostStart(abi.String(p, n), abi.Access{}))
 }
 
 //go:wasmexport pre-stop
@@ -61,5 +61,5 @@ func preStop(p, n, graceMs uint32) uint32 {
 	if registered == nil {
 		return abi.ReturnUnit(errNoPlugin)
 	}
-	return abi.ReturnUnit(registered.PreStop(string(abi.Bytes(p, n)), graceMs, abi.Access{}))
+	return abi.ReturnUnit(registered.PreStop(abi.String(p, n), graceMs, abi.Access{}))
 }

@@ -7,10 +7,13 @@
 // refuses a core function whose type is not the world's lowering), and the
 // conformance suite runs the result against the Rust plugins.
 //
-// Memory: the host writes call arguments and import results into buffers it
-// gets from cabi_realloc. They are Go allocations held in an arena until the
-// export call in progress ends (a Go string made from them keeps its buffer
-// alive after that); results handed to the host are held until the next call.
+// Memory: the host writes call arguments and import results into memory it
+// gets from cabi_realloc. That must not allocate on Go's heap: an allocation can
+// start a GC, which reads the clock, and a component may not call an import
+// while the host is inside its realloc ("cannot leave component instance").
+// So cabi_realloc bumps through a static slab, reset when each export call
+// ends; everything read from it is copied out (a plugin may keep what it got).
+// Results handed to the host are Go allocations held until the next call.
 package abi
 
 import (
@@ -20,23 +23,41 @@ import (
 )
 
 var (
-	arena [][]uint64
+	// slab is where the host writes arguments and import results.
+	slab     [slabWords]uint64
+	slabUsed uintptr
+	// overflow holds heap buffers for the rare request that does not fit the
+	// slab (one that can trap if it starts a GC, as explained above).
+	overflow [][]uint64
 	// kept holds the previous export's results until the host has read them.
 	kept []any
 	// ret is the return area of exports whose results do not fit one value.
 	ret [6]uint32
 )
 
+const slabWords = 128 * 1024 // 1 MiB
+
 //go:wasmexport cabi_realloc
 func cabiRealloc(oldPtr, oldSize, align, newSize uint32) uint32 {
 	if newSize == 0 {
 		return align
 	}
-	buf := make([]uint64, (newSize+7)/8)
-	arena = append(arena, buf)
-	p := uint32(uintptr(unsafe.Pointer(&buf[0])))
+	if align == 0 {
+		align = 1
+	}
+	base := uintptr(unsafe.Pointer(&slab[0]))
+	start := (base + slabUsed + uintptr(align) - 1) &^ (uintptr(align) - 1)
+	var p uint32
+	if start+uintptr(newSize) <= base+unsafe.Sizeof(slab) {
+		slabUsed = start + uintptr(newSize) - base
+		p = uint32(start)
+	} else {
+		buf := make([]uint64, (newSize+7)/8)
+		overflow = append(overflow, buf)
+		p = addr(unsafe.Pointer(&buf[0]))
+	}
 	if oldPtr != 0 && oldSize != 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), newSize), Bytes(oldPtr, min(oldSize, newSize)))
+		copy(unsafe.Slice((*byte)(ptr(p)), newSize), unsafe.Slice((*byte)(ptr(oldPtr)), min(oldSize, newSize)))
 	}
 	return p
 }
@@ -44,10 +65,11 @@ func cabiRealloc(oldPtr, oldSize, align, newSize uint32) uint32 {
 // Begin starts an export call: the previous call's results are released.
 func Begin() { kept = kept[:0] }
 
-// End finishes an export call: the arguments' buffers are released.
+// End finishes an export call: the slab is free for the next one.
 func End() {
-	clear(arena)
-	arena = arena[:0]
+	slabUsed = 0
+	clear(overflow)
+	overflow = overflow[:0]
 }
 
 // ptr turns a linear-memory address into a Go pointer (Go's heap lives in
@@ -57,23 +79,24 @@ func ptr(p uint32) unsafe.Pointer { return unsafe.Pointer(uintptr(p)) }
 // addr is the linear-memory address of a Go pointer.
 func addr(p unsafe.Pointer) uint32 { return uint32(uintptr(p)) }
 
-// String reads (ptr, len) as a string, without copying.
+// String reads (ptr, len) as a string (a copy).
 func String(p, n uint32) string {
 	if n == 0 {
 		return ""
 	}
-	return unsafe.String((*byte)(ptr(p)), n)
+	return string(unsafe.Slice((*byte)(ptr(p)), n))
 }
 
-// Bytes reads (ptr, len) as bytes, without copying.
+// Bytes reads (ptr, len) as bytes (a copy).
 func Bytes(p, n uint32) []byte {
 	if n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(ptr(p)), n)
+	return append([]byte(nil), unsafe.Slice((*byte)(ptr(p)), n)...)
 }
 
-// U64s reads a list<u64>, without copying.
+// U64s reads a list<u64> in place: valid until the export call ends (rank
+// decodes it into PodInfo values at once).
 func U64s(p, n uint32) []uint64 {
 	if n == 0 {
 		return nil

@@ -32,8 +32,7 @@ func configure(p, n uint32) uint32 {
 	if Plugin == nil {
 		return ReturnUnit(errNoPlugin)
 	}
-	// The config outlives this call if the plugin keeps it: copy it out of the arena.
-	return ReturnUnit(Plugin.Configure(string(Bytes(p, n))))
+	return ReturnUnit(Plugin.Configure(String(p, n)))
 }
 
 //go:wasmexport self-check
