@@ -21,7 +21,10 @@ fn sdk_components(name: &str) -> Option<Vec<(&'static str, PathBuf)>> {
 fn sdk_components_in(name: &str, langs: &[&'static str]) -> Option<Vec<(&'static str, PathBuf)>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdk-plugins");
     if !dir.exists() {
-        eprintln!("{} does not exist: SDK conformance skipped (run scripts/build-sdk-plugins.sh)", dir.display());
+        eprintln!(
+            "{} does not exist: SDK conformance skipped (run scripts/build-sdk-plugins.sh)",
+            dir.display()
+        );
         return None;
     }
     Some(
@@ -29,7 +32,11 @@ fn sdk_components_in(name: &str, langs: &[&'static str]) -> Option<Vec<(&'static
             .iter()
             .map(|lang| {
                 let path = dir.join(lang).join(format!("{name}.wasm"));
-                assert!(path.exists(), "{} is missing: run scripts/build-sdk-plugins.sh", path.display());
+                assert!(
+                    path.exists(),
+                    "{} is missing: run scripts/build-sdk-plugins.sh",
+                    path.display()
+                );
                 (*lang, path)
             })
             .collect(),
@@ -52,7 +59,10 @@ fn every_sdk_ranks_300_snapshots_as_the_rust_batch_first() {
         .iter()
         .map(|(lang, path)| {
             let extra = format!("{config}{SDK_LIMITS}");
-            (*lang, registry(&plugin(lang, "eviction-policy", path, &extra)))
+            (
+                *lang,
+                registry(&plugin(lang, "eviction-policy", path, &extra)),
+            )
         })
         .collect();
     let mut rng = Lcg(18);
@@ -61,11 +71,22 @@ fn every_sdk_ranks_300_snapshots_as_the_rust_batch_first() {
         let pods = 1 + rng.next(120) as usize;
         let s = snapshot(&mut rng, pods, signal);
         let expected = rust.registry.rank(&s);
-        assert!(plugin_decided(&expected), "rust, round {round}: {:?}", expected.decided_by);
+        assert!(
+            plugin_decided(&expected),
+            "rust, round {round}: {:?}",
+            expected.decided_by
+        );
         for (lang, setup) in &others {
             let decision = setup.registry.rank(&s);
-            assert!(plugin_decided(&decision), "{lang}, round {round}: {:?}", decision.decided_by);
-            assert_eq!(decision.order, expected.order, "{lang}, round {round} ({signal:?}, {pods} pods)");
+            assert!(
+                plugin_decided(&decision),
+                "{lang}, round {round}: {:?}",
+                decision.decided_by
+            );
+            assert_eq!(
+                decision.order, expected.order,
+                "{lang}, round {round} ({signal:?}, {pods} pods)"
+            );
         }
     }
     for (lang, setup) in &others {
@@ -97,18 +118,41 @@ fn health_server() -> (u16, Arc<Mutex<(u16, String)>>) {
 
 /// A generated health document, its HTTP status and the probe args.
 fn health_case(rng: &mut Lcg, port: u16) -> (u16, String, String) {
-    let values = [r#""ok""#, r#""degraded""#, r#""OK""#, "true", "false", "1", "2", "null", r#"{"a":1}"#, "[1,2]"];
+    let values = [
+        r#""ok""#,
+        r#""degraded""#,
+        r#""OK""#,
+        "true",
+        "false",
+        "1",
+        "2",
+        "null",
+        r#"{"a":1}"#,
+        "[1,2]",
+    ];
     let value = |rng: &mut Lcg| values[rng.next(values.len() as u64) as usize];
     let body = match rng.next(8) {
         0 => "OK".to_string(),
         1 => "{\"status\": ".to_string(),
         2 => "{}".to_string(),
-        3 => format!(r#"{{"checks":{{"db":{{"up":{}}}}},"status":{}}}"#, value(rng), value(rng)),
+        3 => format!(
+            r#"{{"checks":{{"db":{{"up":{}}}}},"status":{}}}"#,
+            value(rng),
+            value(rng)
+        ),
         4 => format!(r#"{{"items":[{},{}]}}"#, value(rng), value(rng)),
         _ => format!(r#"{{"status":{},"version":"1.2"}}"#, value(rng)),
     };
     let status = [200, 200, 200, 204, 299, 301, 404, 503][rng.next(8) as usize];
-    let field = ["status", "checks.db.up", "items.1", "items.7", "missing", "", "status.x"][rng.next(7) as usize];
+    let field = [
+        "status",
+        "checks.db.up",
+        "items.1",
+        "items.7",
+        "missing",
+        "",
+        "status.x",
+    ][rng.next(7) as usize];
     let mut args = format!(r#"{{"port": {port}, "field": "{field}""#);
     if rng.next(3) != 0 {
         args.push_str(&format!(r#", "expected": {}"#, value(rng)));
@@ -134,7 +178,12 @@ fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
     ));
     let others: Vec<(&str, Setup)> = sdks
         .iter()
-        .map(|(lang, path)| (*lang, registry(&plugin(lang, "probe-handler", path, SDK_LIMITS))))
+        .map(|(lang, path)| {
+            (
+                *lang,
+                registry(&plugin(lang, "probe-handler", path, SDK_LIMITS)),
+            )
+        })
         .collect();
     let scope = || PodScope {
         pod_ip: "127.0.0.1".into(),
@@ -185,7 +234,10 @@ fn sdk_admission_decides_as_the_rust_require_limits() {
         .iter()
         .map(|(lang, path)| {
             let extra = format!("{config}{SDK_LIMITS}");
-            (*lang, registry(&plugin(lang, "lifecycle-hooks", path, &extra)))
+            (
+                *lang,
+                registry(&plugin(lang, "lifecycle-hooks", path, &extra)),
+            )
         })
         .collect();
     let mut rng = Lcg(5);
@@ -212,9 +264,17 @@ fn sdk_admission_decides_as_the_rust_require_limits() {
             name: format!("pod-{round}"),
             ..Default::default()
         };
-        let expected = rust.registry.admit(&pod, meta.clone()).map(|_| ()).map_err(|(reason, _)| reason);
+        let expected = rust
+            .registry
+            .admit(&pod, meta.clone())
+            .map(|_| ())
+            .map_err(|(reason, _)| reason);
         for (lang, setup) in &others {
-            let got = setup.registry.admit(&pod, meta.clone()).map(|_| ()).map_err(|(reason, _)| reason);
+            let got = setup
+                .registry
+                .admit(&pod, meta.clone())
+                .map(|_| ())
+                .map_err(|(reason, _)| reason);
             assert_eq!(got, expected, "{lang}, round {round}");
         }
     }

@@ -35,13 +35,7 @@ fn main() -> Result<()> {
     let module = std::fs::read(core).with_context(|| format!("cannot read {core}"))?;
     let mut module = arena::add_adapter_realloc(&module)
         .with_context(|| format!("cannot add the adapter's allocator to {core}"))?;
-    embed_component_metadata(
-        &mut module,
-        &resolve,
-        world_id,
-        StringEncoding::UTF8,
-        false,
-    )?;
+    embed_component_metadata(&mut module, &resolve, world_id, StringEncoding::UTF8, false)?;
     let component = ComponentEncoder::default()
         .validate(true)
         .module(&module)
