@@ -5,7 +5,9 @@
 // world module (wasmlet-plugin-sdk/eviction, .../probe) exports it from a
 // component, and wasmlet-plugin-sdk/testing runs it natively under `node --test`.
 //
-// Numbers: u64 fields are BigInt (quantities may pass 2^53), the rest Number.
+// Numbers: u64 fields are Numbers while below 2^52 (every real quantity) and
+// BigInt above, so they stay exact; compare them with <, >, === (which work
+// across the two) and use the SDK's ranking for arithmetic. The rest are Number.
 
 export const QosClass = Object.freeze({ Guaranteed: 0, Burstable: 1, BestEffort: 2 });
 
@@ -93,17 +95,28 @@ export function parseConfig(text, defaults) { return parseAs('plugin config', te
 export const POD_WORDS = 11;
 const M32 = 0xffffffffn;
 
+const TWO32 = 4294967296;
+const EXACT_HI = 1 << 20; // hi word below this: the value is below 2^52, exact as a Number
+
+/** One u64 from its 32-bit halves: a Number below 2^52, a BigInt above. */
+function u64(lo, hi) {
+  return hi < EXACT_HI ? hi * TWO32 + lo : (BigInt(hi) << 32n) | BigInt(lo);
+}
+
 /** Decodes rank's pod list (a BigUint64Array); throws naming a malformed pod. */
 export function unpackPods(words) {
   if (words.length % POD_WORDS !== 0) {
     throw new Error(`pod list of ${words.length} words is not a multiple of ${POD_WORDS}`);
   }
+  // The same memory as 32-bit halves (little-endian, as the wire form): no BigInt per word.
+  const h = words instanceof BigUint64Array
+    ? new Uint32Array(words.buffer, words.byteOffset, words.length * 2)
+    : Uint32Array.from(Array.from(words, (w) => [Number(BigInt(w) & M32), Number(BigInt(w) >> 32n)]).flat());
   const pods = new Array(words.length / POD_WORDS);
   for (let i = 0; i < pods.length; i++) {
-    const o = i * POD_WORDS;
-    const w0 = BigInt(words[o]);
-    const lo = Number(w0 & M32);
-    const hi = Number(w0 >> 32n);
+    const o = i * POD_WORDS * 2;
+    const lo = h[o];
+    const hi = h[o + 1];
     const qos = hi & 0xff;
     if (qos > 2) throw new Error(`pod ${i} has unknown qos ${qos}`);
     const flag = (name, shift) => {
@@ -111,24 +124,23 @@ export function unpackPods(words) {
       if (b > 1) throw new Error(`pod ${i} has ${name} ${b} (not 0 or 1)`);
       return b === 1;
     };
-    const w9 = BigInt(words[o + 9]);
     pods[i] = {
       priority: lo | 0,
       qos,
       isStatic: flag('is-static', 8),
       isCritical: flag('is-critical', 16),
       hasStats: flag('has-stats', 24),
-      memoryRequestBytes: BigInt(words[o + 1]),
-      memoryUsageBytes: BigInt(words[o + 2]),
-      cpuRequestMillis: BigInt(words[o + 3]),
-      cpuUsageMillis: BigInt(words[o + 4]),
-      diskRequestBytes: BigInt(words[o + 5]),
-      diskUsageBytes: BigInt(words[o + 6]),
-      inodesUsed: BigInt(words[o + 7]),
-      processCount: BigInt(words[o + 8]),
-      containerCount: Number(w9 & M32),
-      restartCount: Number(w9 >> 32n),
-      startTimeUnixMs: BigInt(words[o + 10]),
+      memoryRequestBytes: u64(h[o + 2], h[o + 3]),
+      memoryUsageBytes: u64(h[o + 4], h[o + 5]),
+      cpuRequestMillis: u64(h[o + 6], h[o + 7]),
+      cpuUsageMillis: u64(h[o + 8], h[o + 9]),
+      diskRequestBytes: u64(h[o + 10], h[o + 11]),
+      diskUsageBytes: u64(h[o + 12], h[o + 13]),
+      inodesUsed: u64(h[o + 14], h[o + 15]),
+      processCount: u64(h[o + 16], h[o + 17]),
+      containerCount: h[o + 18],
+      restartCount: h[o + 19],
+      startTimeUnixMs: u64(h[o + 20], h[o + 21]),
     };
   }
   return pods;
@@ -158,8 +170,16 @@ const trueFirst = (a, b) => (a === b ? 0 : a ? -1 : 1);
 
 function measure(kind, p) {
   if (kind === 'disk') return [p.diskUsageBytes, p.diskRequestBytes];
-  if (kind === 'inodes') return [p.inodesUsed, 0n];
+  if (kind === 'inodes') return [p.inodesUsed, 0];
   return [p.memoryUsageBytes, p.memoryRequestBytes];
+}
+
+/** (ub - rb) against (ua - ra), exactly: Numbers below 2^52 add exactly; else BigInt. */
+function cmpAbove(ua, ra, ub, rb) {
+  if (typeof ua === 'number' && typeof ra === 'number' && typeof ub === 'number' && typeof rb === 'number') {
+    return cmp(ub + ra, ua + rb);
+  }
+  return cmp(BigInt(ub) + BigInt(ra), BigInt(ua) + BigInt(rb));
 }
 
 /** Upstream's multi-key comparison: negative when a is evicted before b. */
@@ -179,7 +199,7 @@ export function compare(kind, a, b) {
   }
   const pr = cmp(a.priority, b.priority);
   if (pr || !both) return pr;
-  return cmp(ub - rb, ua - ra);
+  return cmpAbove(ua, ra, ub, rb);
 }
 
 /**

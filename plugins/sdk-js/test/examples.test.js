@@ -39,9 +39,10 @@ test('bad config is refused', () => {
 });
 
 test('packed pods round-trip and malformed lists are refused', () => {
-  const pods = [{ priority: -5, qos: 0, isStatic: true, isCritical: false, hasStats: true, memoryRequestBytes: 1n,
-    memoryUsageBytes: 2n, cpuRequestMillis: 3n, cpuUsageMillis: 4n, diskRequestBytes: 5n, diskUsageBytes: 6n,
-    inodesUsed: 7n, processCount: 8n, containerCount: 2 ** 32 - 1, restartCount: 9, startTimeUnixMs: 2n ** 64n - 1n }];
+  // Numbers below 2^52, BigInt above: exact either way.
+  const pods = [{ priority: -5, qos: 0, isStatic: true, isCritical: false, hasStats: true, memoryRequestBytes: 1,
+    memoryUsageBytes: 2 ** 52 - 1, cpuRequestMillis: 2n ** 52n, cpuUsageMillis: 4, diskRequestBytes: 5, diskUsageBytes: 6,
+    inodesUsed: 7, processCount: 8, containerCount: 2 ** 32 - 1, restartCount: 9, startTimeUnixMs: 2n ** 64n - 1n }];
   assert.deepEqual(unpackPods(packPods(pods)), pods);
   const bad = new BigUint64Array(11); bad[0] = 7n << 32n;
   assert.throws(() => unpackPods(bad), /unknown qos 7/);
