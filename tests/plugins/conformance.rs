@@ -217,10 +217,10 @@ fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
     }
 }
 
-/// The admission example (Go only so far) refuses and admits as the Rust one, reason for reason.
+/// Every SDK's admission example refuses and admits as the Rust one, reason for reason.
 #[test]
 fn sdk_admission_decides_as_the_rust_require_limits() {
-    let Some(sdks) = sdk_components_in("admission-require-limits", &["go"]) else {
+    let Some(sdks) = sdk_components("admission-require-limits") else {
         return;
     };
     let config = "  config: {namespaces: [prod, payments]}\n";

@@ -76,3 +76,20 @@ test('bad args or an ambiguous port fail with a reason', () => {
   assert.match(check('', pod, 8080, 9090).message, /need a "port"/);
   assert.deepEqual(pod.calls, []);
 });
+
+test('require-limits refuses only in chosen namespaces', async () => {
+  const { RequireLimits } = await import('../examples/admission-require-limits/policy.js');
+  const { useMeta } = await import('../src/index.js');
+  const { Snapshot } = await import('../src/testing.js');
+  const r = new RequireLimits();
+  r.configure('{"namespaces": ["prod"]}');
+  const full = { name: 'app', isInit: false, hasCpuLimit: true, hasMemoryLimit: true };
+  const init = { name: 'init', isInit: true, hasCpuLimit: true, hasMemoryLimit: false };
+  const admit = (namespace, containers) => {
+    const old = useMeta(new Snapshot([{ namespace, name: 'p', uid: '', labels: {}, annotations: {} }]));
+    try { return r.admit({ index: 0, containers }); } finally { useMeta(old); }
+  };
+  admit('dev', [init]);
+  admit('prod', [full]);
+  assert.throws(() => admit('prod', [full, init]), /container "init" has no memory limit/);
+});

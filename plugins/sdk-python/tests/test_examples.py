@@ -108,5 +108,27 @@ class JsonHealthTest(unittest.TestCase):
         self.assertEqual(pod.calls, [])
 
 
+
+class RequireLimitsTest(unittest.TestCase):
+    def test_only_chosen_namespaces_need_limits(self):
+        from wasmlet_plugin import AdmissionContainer, AdmissionPod, use_meta
+        from wasmlet_plugin.testing import PodMeta, Snapshot
+        limits = _load("limits_app", os.path.join(EX, "admission_require_limits", "app.py"))
+        r = limits.RequireLimits()
+        r.configure('{"namespaces": ["prod"]}')
+        full = AdmissionContainer("app", has_cpu_limit=True, has_memory_limit=True)
+        init = AdmissionContainer("init", is_init=True, has_cpu_limit=True)
+        for namespace, containers, refused in (("dev", [init], False), ("prod", [full], False), ("prod", [full, init], True)):
+            old = use_meta(Snapshot([PodMeta(namespace, "p")]))
+            try:
+                if refused:
+                    with self.assertRaisesRegex(ValueError, 'container "init" has no memory limit'):
+                        r.admit(AdmissionPod(containers=containers))
+                else:
+                    r.admit(AdmissionPod(containers=containers))
+            finally:
+                use_meta(old)
+
+
 if __name__ == "__main__":
     unittest.main()
