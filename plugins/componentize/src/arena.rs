@@ -8,7 +8,8 @@
 //! pages out again.
 //!
 //! So the Go SDK reserves a static array (`internal/abi`, `adapterArena`) that starts with
-//! [`MARKER`]; this finds it in the data segments and adds a `cabi_realloc_adapter` export, a
+//! [`MARKER`] (followed there by non-zero bytes: Go's linker ends a data segment at 8 zero
+//! bytes, which would cut the marker's NUL off); this finds it in the data segments and adds a `cabi_realloc_adapter` export, a
 //! bump allocator over that array written in plain Wasm (no Go runtime involved), which
 //! `wit-component` hands to the adapter in place of `cabi_realloc`. The bump pointer lives in
 //! the array's first bytes after the marker; an allocation past the end traps.
