@@ -4,6 +4,7 @@
 
 mod admission;
 mod cache;
+mod conformance;
 mod defaults;
 mod faults;
 mod hooks;

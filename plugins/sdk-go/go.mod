@@ -1,0 +1,3 @@
+module wasmlet.dev/plugin
+
+go 1.24

@@ -1,0 +1,7 @@
+// The component's entry: the WIT imports, and the probe as the world's exports.
+import * as host from 'wasmlet:plugin/host@0.1.0';
+import * as podAccess from 'wasmlet:plugin/pod-access@0.1.0';
+import { probeWorld } from '../../src/probe.js';
+import { JsonHealth } from './probe.js';
+
+export const { configure, selfCheck, check } = probeWorld(JsonHealth, { host, podAccess });

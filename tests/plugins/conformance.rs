@@ -1,0 +1,336 @@
+//! Every SDK decides as the Rust plugins do: the Go, Python and JavaScript builds of
+//! `eviction-batch-first` rank 300 generated snapshots exactly as the Rust one, and their
+//! `probe-json-health` give the Rust one's outcome on generated health documents.
+//!
+//! The SDK components come from `scripts/build-sdk-plugins.sh` (target/sdk-plugins/). When
+//! that directory does not exist these tests say so and pass; when it exists, every component
+//! must be there.
+
+use super::*;
+use std::sync::Mutex;
+
+const LANGS: [&str; 3] = ["go", "python", "js"];
+/// Interpreted runtimes need more than the Rust defaults (50 ms, 32 MiB) for a first call.
+const SDK_LIMITS: &str = "  limits: {deadlineMs: 5000, memoryMiB: 256}\n";
+
+/// The SDK builds of `name`, by language; None when the SDKs were not built at all.
+fn sdk_components(name: &str) -> Option<Vec<(&'static str, PathBuf)>> {
+    sdk_components_in(name, &LANGS)
+}
+
+fn sdk_components_in(name: &str, langs: &[&'static str]) -> Option<Vec<(&'static str, PathBuf)>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdk-plugins");
+    if !dir.exists() {
+        eprintln!(
+            "{} does not exist: SDK conformance skipped (run scripts/build-sdk-plugins.sh)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(
+        langs
+            .iter()
+            .map(|lang| {
+                let path = dir.join(lang).join(format!("{name}.wasm"));
+                assert!(
+                    path.exists(),
+                    "{} is missing: run scripts/build-sdk-plugins.sh",
+                    path.display()
+                );
+                (*lang, path)
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn every_sdk_ranks_300_snapshots_as_the_rust_batch_first() {
+    let Some(sdks) = sdk_components("eviction-batch-first") else {
+        return;
+    };
+    let config = "  config: {protectNamespaces: [kube-system]}\n";
+    let rust = registry(&plugin(
+        "rust",
+        "eviction-policy",
+        &wasm("eviction_batch_first"),
+        config,
+    ));
+    let others: Vec<(&str, Setup)> = sdks
+        .iter()
+        .map(|(lang, path)| {
+            let extra = format!("{config}{SDK_LIMITS}");
+            (
+                *lang,
+                registry(&plugin(lang, "eviction-policy", path, &extra)),
+            )
+        })
+        .collect();
+    let mut rng = Lcg(18);
+    for round in 0..300 {
+        let signal = policy::Signal::ALL[round % policy::Signal::ALL.len()];
+        let pods = 1 + rng.next(120) as usize;
+        let s = snapshot(&mut rng, pods, signal);
+        let expected = rust.registry.rank(&s);
+        assert!(
+            plugin_decided(&expected),
+            "rust, round {round}: {:?}",
+            expected.decided_by
+        );
+        for (lang, setup) in &others {
+            let decision = setup.registry.rank(&s);
+            assert!(
+                plugin_decided(&decision),
+                "{lang}, round {round}: {:?}",
+                decision.decided_by
+            );
+            assert_eq!(
+                decision.order, expected.order,
+                "{lang}, round {round} ({signal:?}, {pods} pods)"
+            );
+        }
+    }
+    for (lang, setup) in &others {
+        let report = setup.registry.report();
+        assert_eq!(report["plugins"][0]["faults"], 0, "{lang}: {report}");
+    }
+}
+
+/// A one-connection-at-a-time HTTP server answering every request with the current reply.
+fn health_server() -> (u16, Arc<Mutex<(u16, String)>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reply = Arc::new(Mutex::new((200u16, String::new())));
+    let serving = reply.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let (status, body) = serving.lock().unwrap().clone();
+            let text = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = std::io::Write::write_all(&mut stream, text.as_bytes());
+        }
+    });
+    (port, reply)
+}
+
+/// A generated health document, its HTTP status and the probe args.
+fn health_case(rng: &mut Lcg, port: u16) -> (u16, String, String) {
+    let values = [
+        r#""ok""#,
+        r#""degraded""#,
+        r#""OK""#,
+        "true",
+        "false",
+        "1",
+        "2",
+        "null",
+        r#"{"a":1}"#,
+        "[1,2]",
+    ];
+    let value = |rng: &mut Lcg| values[rng.next(values.len() as u64) as usize];
+    let body = match rng.next(8) {
+        0 => "OK".to_string(),
+        1 => "{\"status\": ".to_string(),
+        2 => "{}".to_string(),
+        3 => format!(
+            r#"{{"checks":{{"db":{{"up":{}}}}},"status":{}}}"#,
+            value(rng),
+            value(rng)
+        ),
+        4 => format!(r#"{{"items":[{},{}]}}"#, value(rng), value(rng)),
+        _ => format!(r#"{{"status":{},"version":"1.2"}}"#, value(rng)),
+    };
+    let status = [200, 200, 200, 204, 299, 301, 404, 503][rng.next(8) as usize];
+    let field = [
+        "status",
+        "checks.db.up",
+        "items.1",
+        "items.7",
+        "missing",
+        "",
+        "status.x",
+    ][rng.next(7) as usize];
+    let mut args = format!(r#"{{"port": {port}, "field": "{field}""#);
+    if rng.next(3) != 0 {
+        args.push_str(&format!(r#", "expected": {}"#, value(rng)));
+    }
+    if rng.next(10) == 0 {
+        args.push_str(r#", "unknown": 1"#);
+    }
+    args.push('}');
+    (status, body, args)
+}
+
+#[test]
+fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
+    let Some(sdks) = sdk_components("probe-json-health") else {
+        return;
+    };
+    let (port, reply) = health_server();
+    let rust = registry(&plugin(
+        "rust",
+        "probe-handler",
+        &wasm("probe_json_health"),
+        "  limits: {deadlineMs: 2000}\n",
+    ));
+    let others: Vec<(&str, Setup)> = sdks
+        .iter()
+        .map(|(lang, path)| {
+            (
+                *lang,
+                registry(&plugin(lang, "probe-handler", path, SDK_LIMITS)),
+            )
+        })
+        .collect();
+    let scope = || PodScope {
+        pod_ip: "127.0.0.1".into(),
+        ports: vec![port],
+        containers: vec!["app".into()],
+        deadline: Instant::now() + Duration::from_secs(5),
+        exec: None,
+    };
+    let mut rng = Lcg(42);
+    for round in 0..150 {
+        let (status, body, args) = health_case(&mut rng, port);
+        *reply.lock().unwrap() = (status, body.clone());
+        let request = ProbeRequest {
+            args: args.clone(),
+            timeout_ms: 2000,
+            pod_ip: "127.0.0.1".into(),
+            ports: vec![port],
+            containers: vec!["app".into()],
+            container: "app".into(),
+            kind: ProbeKind::Readiness,
+        };
+        let expected = rust.registry.probe("rust", &request, scope());
+        for (lang, setup) in &others {
+            let got = setup.registry.probe(lang, &request, scope());
+            assert_eq!(
+                got.outcome, expected.outcome,
+                "{lang}, round {round}: HTTP {status} {body} with {args}: {} vs rust's {}",
+                got.message, expected.message
+            );
+        }
+    }
+}
+
+/// Every SDK's admission example refuses and admits as the Rust one, reason for reason.
+#[test]
+fn sdk_admission_decides_as_the_rust_require_limits() {
+    let Some(sdks) = sdk_components("admission-require-limits") else {
+        return;
+    };
+    let config = "  config: {namespaces: [prod, payments]}\n";
+    let rust = registry(&plugin(
+        "rust",
+        "lifecycle-hooks",
+        &wasm("admission_require_limits"),
+        config,
+    ));
+    let others: Vec<(&str, Setup)> = sdks
+        .iter()
+        .map(|(lang, path)| {
+            let extra = format!("{config}{SDK_LIMITS}");
+            (
+                *lang,
+                registry(&plugin(lang, "lifecycle-hooks", path, &extra)),
+            )
+        })
+        .collect();
+    let mut rng = Lcg(5);
+    for round in 0..200 {
+        let containers = (0..1 + rng.next(4))
+            .map(|i| AdmissionContainer {
+                name: format!("c{i}"),
+                is_init: rng.next(4) == 0,
+                has_cpu_request: rng.next(2) == 0,
+                has_memory_request: rng.next(2) == 0,
+                has_cpu_limit: rng.next(3) != 0,
+                has_memory_limit: rng.next(3) != 0,
+            })
+            .collect();
+        let pod = AdmissionPod {
+            priority: 0,
+            qos: policy::QosClass::Burstable,
+            is_static: false,
+            is_critical: false,
+            containers,
+        };
+        let meta = PodMeta {
+            namespace: ["prod", "payments", "dev", "kube-system"][rng.next(4) as usize].into(),
+            name: format!("pod-{round}"),
+            ..Default::default()
+        };
+        let expected = rust
+            .registry
+            .admit(&pod, meta.clone())
+            .map(|_| ())
+            .map_err(|(reason, _)| reason);
+        for (lang, setup) in &others {
+            let got = setup
+                .registry
+                .admit(&pod, meta.clone())
+                .map(|_| ())
+                .map_err(|(reason, _)| reason);
+            assert_eq!(got, expected, "{lang}, round {round}");
+        }
+    }
+}
+
+/// Size, first load (compile), cached load and rank(110) per call of each language's
+/// batch-first, in one run. Not a correctness test: run it on purpose with
+/// `cargo test --release -p wasmlet-plugin-host --test plugins sdk_costs -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn sdk_costs() {
+    let Some(sdks) = sdk_components("eviction-batch-first") else {
+        return;
+    };
+    let mut all = vec![("rust", wasm("eviction_batch_first"))];
+    all.extend(sdks);
+    let s = snapshot(&mut Lcg(110), 110, policy::Signal::MemoryAvailable);
+    println!("| language | component | first load (compile) | cached load | rank(110) per call |");
+    println!("|---|---|---|---|---|");
+    for (lang, path) in all {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plugins.yaml");
+        let extra = format!("  config: {{protectNamespaces: [kube-system]}}\n{SDK_LIMITS}");
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{}",
+                plugin(lang, "eviction-policy", &path, &extra)
+            ),
+        )
+        .unwrap();
+        let load = || {
+            let started = Instant::now();
+            let engine = PluginEngine::new(Some(dir.path().join("cache"))).unwrap();
+            let registry = PluginRegistry::new(engine, Some(file.clone()));
+            assert!(plugin_decided(&registry.rank(&s)), "{lang}");
+            (registry, started.elapsed())
+        };
+        let (_, first) = load();
+        let (registry, cached) = load();
+        for _ in 0..20 {
+            registry.rank(&s);
+        }
+        let calls = 200;
+        let started = Instant::now();
+        for _ in 0..calls {
+            assert!(plugin_decided(&registry.rank(&s)));
+        }
+        let per_call = started.elapsed() / calls;
+        let size = std::fs::metadata(&path).unwrap().len();
+        println!(
+            "| {lang} | {:.1} MiB | {:.2} s | {:.0} ms | {:.1} us |",
+            size as f64 / (1 << 20) as f64,
+            first.as_secs_f64(),
+            cached.as_secs_f64() * 1e3,
+            per_call.as_secs_f64() * 1e6
+        );
+    }
+}
