@@ -41,9 +41,15 @@ python3 scripts/check-proto.py
 
 step "plugins: wasm32-wasip2 components (plugins/, tests/guests/)"
 scripts/build-plugins.sh
+step "plugins: the Go, Python and JavaScript SDK examples (target/sdk-plugins)"
+scripts/build-sdk-plugins.sh
 
 step "plugins: native unit tests of the SDK and the policies"
 cargo test --release --manifest-path plugins/Cargo.toml
+step "plugins: native tests of the Go, Python and JavaScript SDKs"
+(cd plugins/sdk-go && go test ./...)
+python3 -m unittest discover -s plugins/sdk-python/tests
+node --test plugins/sdk-js/test/
 
 step "cargo fmt"
 cargo fmt --all -- --check
