@@ -1,6 +1,7 @@
-//! The Summary API (`/stats/summary`) and `/metrics/resource` on a real pod: a CPU burner's CPU
-//! and memory show up non-zero in both, with upstream's names, and the resource metrics carry
-//! timestamps from which a CPU rate follows, as metrics-server computes it.
+//! The Summary API (`/stats/summary`), `/metrics/resource` and `/metrics/cadvisor` on a real
+//! pod: a CPU burner's CPU and memory show up non-zero in all three, with upstream's names, the
+//! resource metrics carry timestamps from which a CPU rate follows, as metrics-server computes
+//! it, and the cAdvisor series carry the pod spec's limits and pass `promtool check metrics`.
 
 use crate::harness::Node;
 use serde_json::Value;
@@ -183,4 +184,153 @@ fn a_cpu_burner_shows_in_the_summary_and_the_resource_metrics() {
             "{prefix}: {cores} cores between two scrapes under a 500m limit"
         );
     }
+}
+
+/// The labels and value of every series of `family` in a text exposition.
+fn samples(text: &str, family: &str) -> Vec<(std::collections::HashMap<String, String>, f64)> {
+    let prefix = format!("{family}{{");
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(&prefix)?;
+            let (labels, value) = rest.rsplit_once("} ")?;
+            let value = value.split_whitespace().next()?.parse().ok()?;
+            let labels = labels
+                .split("\",")
+                .filter_map(|pair| {
+                    let (k, v) = pair.split_once("=\"")?;
+                    Some((k.to_string(), v.trim_end_matches('"').to_string()))
+                })
+                .collect();
+            Some((labels, value))
+        })
+        .collect()
+}
+
+/// The one series of `family` whose labels include all of `want`.
+fn sample_with(
+    text: &str,
+    family: &str,
+    want: &[(&str, &str)],
+) -> (std::collections::HashMap<String, String>, f64) {
+    let mut found: Vec<_> = samples(text, family)
+        .into_iter()
+        .filter(|(labels, _)| {
+            want.iter()
+                .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one {family} with {want:?} in\n{text}");
+    found.remove(0)
+}
+
+/// `promtool check metrics` on `text`: its complaints, or why it could not run. In CI a missing
+/// promtool (Debian's `prometheus` package) fails the test; elsewhere the check is skipped.
+fn promtool_problems(text: &str) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("promtool is needed in CI (Debian package prometheus): {error}")
+        }
+        Err(error) => {
+            eprintln!("promtool not run: {error}");
+            return None;
+        }
+    };
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(text.as_bytes())
+        .expect("write to promtool");
+    let output = child.wait_with_output().expect("promtool output");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(if output.status.success() {
+        String::new()
+    } else {
+        format!("{}: {said}", output.status)
+    })
+}
+
+#[test]
+fn a_cpu_burner_shows_in_the_cadvisor_metrics() {
+    let node = Node::start("t-cadvisor");
+    node.write_manifest("burner.yaml", BURNER);
+    node.wait_phase("burner", "Running", Duration::from_secs(60));
+    let full = format!("burner-{}", node.name);
+
+    let response = ureq::get(&format!("http://127.0.0.1:{}/metrics/cadvisor", node.port))
+        .timeout(Duration::from_secs(5))
+        .call()
+        .expect("GET /metrics/cadvisor");
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let first = response.into_string().expect("text");
+    if let Some(problems) = promtool_problems(&first) {
+        assert_eq!(problems, "", "promtool check metrics on\n{first}");
+    }
+
+    let container = [("container", "burn"), ("pod", full.as_str())];
+    let (labels, cpu0) = sample_with(&first, "container_cpu_usage_seconds_total", &container);
+    assert_eq!(labels["namespace"], "default");
+    assert_eq!(labels["cpu"], "total");
+    assert_eq!(labels["image"], "docker.io/library/busybox:local");
+    let id = &labels["name"];
+    assert_eq!(id.len(), 64, "the runtime's container id: {labels:?}");
+    assert!(
+        labels["id"].starts_with("/kubepods/") && labels["id"].ends_with(id.as_str()),
+        "the container's cgroup: {labels:?}"
+    );
+    let (_, limit) = sample_with(&first, "container_spec_memory_limit_bytes", &container);
+    assert_eq!(limit, (64u64 << 20) as f64, "the pod spec's 64Mi limit");
+    let (_, quota) = sample_with(&first, "container_spec_cpu_quota", &container);
+    assert_eq!(quota, 50_000.0, "500m of a 100ms period");
+    let (_, working_set) = sample_with(&first, "container_memory_working_set_bytes", &container);
+    assert!(working_set > 0.0);
+    sample_with(
+        &first,
+        "container_cpu_cfs_throttled_periods_total",
+        &container,
+    );
+    sample_with(&first, "container_oom_events_total", &container);
+    let (_, started) = sample_with(&first, "container_start_time_seconds", &container);
+    assert!(started > 1.7e9, "{started}");
+
+    // The pod cgroup, and the sandbox with the pod's own network namespace.
+    let pod = [("container", ""), ("name", ""), ("pod", full.as_str())];
+    sample_with(&first, "container_memory_working_set_bytes", &pod);
+    let (labels, _) = sample_with(
+        &first,
+        "container_network_receive_bytes_total",
+        &[("pod", full.as_str()), ("interface", "eth0")],
+    );
+    assert_eq!(labels["container"], "", "on the sandbox: {labels:?}");
+    sample_with(
+        &first,
+        "container_network_transmit_bytes_total",
+        &[("pod", full.as_str()), ("interface", "eth0")],
+    );
+    // The node root and the machine.
+    let (_, node_cpu) = sample_with(&first, "container_cpu_usage_seconds_total", &[("id", "/")]);
+    assert!(node_cpu > 0.0);
+    assert!(first.contains("\nmachine_cpu_cores{"), "{first}");
+    assert!(first.contains("\ncontainer_scrape_error 0\n"), "{first}");
+
+    std::thread::sleep(Duration::from_secs(2));
+    let second = node.try_get("/metrics/cadvisor").expect("a second scrape");
+    let (_, cpu1) = sample_with(&second, "container_cpu_usage_seconds_total", &container);
+    assert!(cpu1 > cpu0, "the burner's CPU time grows: {cpu0} -> {cpu1}");
 }

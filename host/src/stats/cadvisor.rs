@@ -18,7 +18,7 @@ pub use collect::CadvisorProvider;
 
 use super::cgroup::snapshot::CgroupSnapshot;
 use super::network::InterfaceCounters;
-use super::text_format::{self, Family, Kind, Series};
+use super::text_format::{self, Family, Kind, LabelSet, Series};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The label values upstream puts on every container series; empty where they do not apply.
@@ -77,22 +77,22 @@ pub struct Machine {
     pub boot_id: String,
 }
 
-type LabelPairs = Vec<(&'static str, String)>;
-
 impl Labels {
     /// The base labels plus `extra`, in name order as client_golang writes them.
-    fn with(&self, extra: &[(&'static str, &str)]) -> LabelPairs {
-        let mut pairs = vec![
-            ("container", self.container.clone()),
-            ("id", self.id.clone()),
-            ("image", self.image.clone()),
-            ("name", self.name.clone()),
-            ("namespace", self.namespace.clone()),
-            ("pod", self.pod.clone()),
+    fn with(&self, extra: Option<(&'static str, &str)>) -> LabelSet {
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("container", &self.container),
+            ("id", &self.id),
+            ("image", &self.image),
+            ("name", &self.name),
+            ("namespace", &self.namespace),
+            ("pod", &self.pod),
         ];
-        pairs.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
-        pairs.sort_by_key(|(k, _)| *k);
-        pairs
+        if let Some(extra) = extra {
+            pairs.push(extra);
+            pairs.sort_by_key(|(k, _)| *k);
+        }
+        LabelSet::new(&pairs)
     }
 }
 
@@ -101,6 +101,9 @@ fn unix_seconds(at: SystemTime) -> f64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs() as f64)
 }
+
+/// Picks one counter out of an interface's.
+type Pick = fn(&InterfaceCounters) -> u64;
 
 /// The families of one scrape, each with the series of every subject that has the value.
 struct Families {
@@ -120,7 +123,7 @@ struct Families {
     spec_cpu_quota: Family,
     spec_cpu_shares: Family,
     spec_memory_limit: Family,
-    network: [(Family, fn(&InterfaceCounters) -> u64); 8],
+    network: [(Family, Pick); 8],
 }
 
 impl Families {
@@ -268,7 +271,7 @@ impl Families {
     /// Adds the series of one subject read at `at_ms`.
     fn add(&mut self, subject: &Subject, at_ms: i64) {
         let labels = &subject.labels;
-        let base = labels.with(&[]);
+        let base = labels.with(None);
         let stat = |family: &mut Family, value: u64| {
             family.series.push(Series {
                 labels: base.clone(),
@@ -311,7 +314,7 @@ impl Families {
         });
         if let Some(ns) = cgroup.cpu_usage_ns.filter(|&ns| ns > 0) {
             self.cpu_usage.series.push(Series {
-                labels: labels.with(&[("cpu", "total")]),
+                labels: labels.with(Some(("cpu", "total"))),
                 value: ns as f64 / 1e9,
                 timestamp_ms: Some(at_ms),
             });
@@ -333,7 +336,7 @@ impl Families {
         }
         stat(&mut self.oom_events, cgroup.oom_kills.unwrap_or(0));
         for interface in &subject.network {
-            let labels = labels.with(&[("interface", &interface.name)]);
+            let labels = labels.with(Some(("interface", &interface.name)));
             for (family, value) in &mut self.network {
                 family.series.push(Series {
                     labels: labels.clone(),
@@ -344,7 +347,7 @@ impl Families {
         }
         for fs in &subject.fs {
             self.fs_usage.series.push(Series {
-                labels: labels.with(&[("device", &fs.device)]),
+                labels: labels.with(Some(("device", &fs.device))),
                 value: fs.used_bytes as f64,
                 timestamp_ms: Some(at_ms),
             });
@@ -378,11 +381,11 @@ impl Families {
 /// The machine's series (`machine_*`), labelled with its identity as cAdvisor labels them.
 fn machine_families(machine: &Machine) -> Vec<Family> {
     let labels = || {
-        vec![
-            ("boot_id", machine.boot_id.clone()),
-            ("machine_id", machine.machine_id.clone()),
-            ("system_uuid", machine.system_uuid.clone()),
-        ]
+        LabelSet::new(&[
+            ("boot_id", &machine.boot_id),
+            ("machine_id", &machine.machine_id),
+            ("system_uuid", &machine.system_uuid),
+        ])
     };
     let gauge = |name, help, value: u64| {
         let mut family = Family::new(name, help, Kind::Gauge);
@@ -399,7 +402,7 @@ fn machine_families(machine: &Machine) -> Vec<Family> {
         Kind::Gauge,
     );
     scrape_error.series.push(Series {
-        labels: Vec::new(),
+        labels: LabelSet::default(),
         value: 0.0,
         timestamp_ms: None,
     });
@@ -433,7 +436,7 @@ pub fn encode(machine: &Machine, subjects: &[Subject], at_ms: i64, failed: bool)
         Kind::Gauge,
     );
     scrape_error.series.push(Series {
-        labels: Vec::new(),
+        labels: LabelSet::default(),
         value: if failed { 1.0 } else { 0.0 },
         timestamp_ms: None,
     });

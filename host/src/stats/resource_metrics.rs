@@ -6,7 +6,7 @@
 //! sample timestamps.
 
 use super::summary::{CpuStats, MemoryStats, Summary};
-use super::text_format::{self, Family, Kind, Series};
+use super::text_format::{self, Family, Kind, LabelSet, Series};
 
 /// The `Content-Type` of the text format.
 pub use super::text_format::CONTENT_TYPE;
@@ -91,7 +91,7 @@ pub fn encode(summary: Option<&Summary>) -> String {
         Kind::Gauge,
     );
     scrape_error.series.push(Series {
-        labels: Vec::new(),
+        labels: LabelSet::default(),
         value: if summary.is_some() { 0.0 } else { 1.0 },
         timestamp_ms: None,
     });
@@ -119,7 +119,7 @@ pub fn encode(summary: Option<&Summary>) -> String {
                 let started = container.start_time.0.as_nanosecond();
                 if started >= 1_000_000_000 {
                     container_start.series.push(Series {
-                        labels: labels(),
+                        labels: labels().into(),
                         value: started as f64 / 1e9,
                         timestamp_ms: None,
                     });
@@ -160,7 +160,7 @@ pub fn encode(summary: Option<&Summary>) -> String {
 
 fn sample(labels: Vec<(&'static str, String)>, value: f64, timestamp_ms: i64) -> Series {
     Series {
-        labels,
+        labels: labels.into(),
         value,
         timestamp_ms: Some(timestamp_ms),
     }

@@ -30,11 +30,40 @@ pub struct Family {
     pub series: Vec<Series>,
 }
 
-/// One series: label pairs in the order they are written, value, optional timestamp in ms.
+/// Label pairs rendered once (`a="x",b="y"`, values escaped), so that a set shared by many
+/// series costs one copy each rather than one allocation per label. Ordered as rendered, which
+/// within a family (same names, same order) is the order of the values.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LabelSet(String);
+
+impl LabelSet {
+    /// `pairs` in the order given; client_golang writes them sorted by name.
+    pub fn new<V: AsRef<str>>(pairs: &[(&str, V)]) -> Self {
+        let mut text = String::new();
+        for (i, (name, value)) in pairs.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(name);
+            text.push_str("=\"");
+            escape_label_into(&mut text, value.as_ref());
+            text.push('"');
+        }
+        LabelSet(text)
+    }
+}
+
+impl From<Vec<(&'static str, String)>> for LabelSet {
+    fn from(pairs: Vec<(&'static str, String)>) -> Self {
+        LabelSet::new(&pairs)
+    }
+}
+
+/// One series: its labels, value, optional timestamp in ms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    /// `(name, value)` pairs; client_golang writes them sorted by name.
-    pub labels: Vec<(&'static str, String)>,
+    /// The label pairs.
+    pub labels: LabelSet,
     /// The sample.
     pub value: f64,
     /// Milliseconds since the epoch, when the sample carries its own time.
@@ -79,17 +108,13 @@ pub fn write_family(out: &mut String, family: &mut Family) {
     let _ = writeln!(out, "# TYPE {} {kind}", family.name);
     for series in &family.series {
         out.push_str(family.name);
-        if !series.labels.is_empty() {
+        if !series.labels.0.is_empty() {
             out.push('{');
-            for (i, (name, value)) in series.labels.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "{name}=\"{}\"", escape_label(value));
-            }
+            out.push_str(&series.labels.0);
             out.push('}');
         }
-        let _ = write!(out, " {}", go_float(series.value));
+        out.push(' ');
+        write_go_float(out, series.value);
         if let Some(ms) = series.timestamp_ms {
             let _ = write!(out, " {ms}");
         }
@@ -97,12 +122,30 @@ pub fn write_family(out: &mut String, family: &mut Family) {
     }
 }
 
-/// A label value with `\`, `"` and newlines escaped.
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// Appends a label value with `\`, `"` and newlines escaped.
+fn escape_label_into(out: &mut String, value: &str) {
+    if !value.contains(['\\', '"', '\n']) {
+        out.push_str(value);
+        return;
+    }
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Appends [`go_float`] of `value`; whole numbers below 1e6 (most samples) without the
+/// exponent round trip.
+fn write_go_float(out: &mut String, value: f64) {
+    if value.fract() == 0.0 && value.abs() < 1e6 && value != 0.0 {
+        let _ = write!(out, "{}", value as i64);
+    } else {
+        out.push_str(&go_float(value));
+    }
 }
 
 /// A float as Go's `strconv.FormatFloat(v, 'g', -1, 64)` writes it: the shortest digits that
@@ -151,12 +194,12 @@ mod tests {
     fn families_are_sorted_and_empty_ones_left_out() {
         let mut b = Family::new("b_total", "B.", Kind::Counter);
         b.series.push(Series {
-            labels: vec![("x", "2".into())],
+            labels: LabelSet::new(&[("x", "2")]),
             value: 2.0,
             timestamp_ms: Some(5),
         });
         b.series.push(Series {
-            labels: vec![("x", "1\"".into())],
+            labels: LabelSet::new(&[("x", "1\"")]),
             value: 1.0,
             timestamp_ms: None,
         });

@@ -166,8 +166,25 @@ pub fn weight_to_shares(weight: u64) -> u64 {
     2 + (weight - 1) * 262_142 / 9_999
 }
 
+/// A cgroup file's text. Each open makes the kernel render the file afresh, and that is most of
+/// a scrape's cost: one `read` into a page-sized buffer, with no `statx` for a size hint
+/// (`fs::read_to_string` asks for one) and no second `read` after a short one (the kernel
+/// hands a cgroup file over whole).
 fn read(dir: &Path, file: &str) -> Option<String> {
-    std::fs::read_to_string(dir.join(file)).ok()
+    use std::io::Read;
+    let mut f = std::fs::File::open(dir.join(file)).ok()?;
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        let n = f.read(&mut buf[len..]).ok()?;
+        len += n;
+        if n == 0 || len < buf.len() {
+            break;
+        }
+        buf.resize(buf.len() * 2, 0);
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).ok()
 }
 
 fn number(dir: &Path, file: &str) -> Option<u64> {
@@ -188,7 +205,6 @@ pub fn read_cgroup(h: &Hierarchies, cgroup: &str) -> Option<CgroupSnapshot> {
     let stat = read(&memory_dir, "memory.stat");
     if h.v1 {
         snapshot.cpu_usage_ns = number(&h.cpuacct.join(relative), "cpuacct.usage");
-        snapshot.cfs = read(&cpu_dir, "cpu.stat").and_then(|s| parse_cfs(true, &s));
         snapshot.cpu_spec = number(&cpu_dir, "cpu.cfs_period_us").map(|period_us| CpuSpec {
             period_us,
             quota_us: read(&cpu_dir, "cpu.cfs_quota_us")
@@ -196,6 +212,10 @@ pub fn read_cgroup(h: &Hierarchies, cgroup: &str) -> Option<CgroupSnapshot> {
                 .unwrap_or(0),
             shares: number(&cpu_dir, "cpu.shares").unwrap_or(0),
         });
+        // Throttling is reported only under a quota (as cAdvisor): no quota, no read.
+        if snapshot.cpu_spec.is_some_and(|spec| spec.quota_us != 0) {
+            snapshot.cfs = read(&cpu_dir, "cpu.stat").and_then(|s| parse_cfs(true, &s));
+        }
         let usage = read(&memory_dir, "memory.usage_in_bytes");
         let limit = read(&memory_dir, "memory.limit_in_bytes");
         snapshot.memory = usage
