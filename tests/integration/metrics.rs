@@ -239,7 +239,7 @@ fn metrics_have_upstreams_names_formats_and_pass_promtool() {
     assert!(open.contains("\nkubelet_started_pods_total "));
 
     // The other metric endpoints pass too.
-    for path in ["/metrics/probes", "/metrics/resource"] {
+    for path in ["/metrics/probes", "/metrics/resource", "/metrics/cadvisor"] {
         let (_, text) = node.get_accepting(path, "*/*").expect(path);
         promtool_check(path, &text);
     }
