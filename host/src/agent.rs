@@ -100,6 +100,16 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         source,
     })?;
     info!(node = %config.node_name, node_ip = %config.node_ip, root_dir = %config.root_dir.display(), "starting wasmlet");
+    crate::metrics::kubelet::kubelet().set_build_info(
+        crate::node_status::KUBELET_COMPATIBLE_VERSION,
+        crate::node_status::go_arch(),
+    );
+    if let Some(boot) = crate::stats::node::boot_time()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    {
+        crate::metrics::process::set_boot_time(boot.as_secs_f64());
+    }
     crate::metrics::kubelet::kubelet()
         .node_name
         .get_or_create(&crate::metrics::kubelet::label(
@@ -467,9 +477,8 @@ fn spawn_volume_stats(
             tick.tick().await;
             let (root_dir, pods) = (root_dir.clone(), store.list());
             let measured = tokio::task::spawn_blocking(move || {
-                crate::metrics::kubelet::kubelet()
-                    .volume_stats
-                    .refresh(&root_dir, &pods)
+                let samples = crate::stats::volume_usage::measure(&root_dir, &pods);
+                crate::metrics::kubelet::kubelet().volume_stats.set(samples);
             })
             .await;
             if let Err(error) = measured {

@@ -16,6 +16,7 @@ pub mod pod;
 pub mod resource_metrics;
 pub mod summary;
 pub mod text_format;
+pub mod volume_usage;
 
 use crate::cri::CriError;
 use std::io;

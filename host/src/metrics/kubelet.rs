@@ -179,7 +179,6 @@ impl KubeletMetrics {
             volume_stats: Default::default(),
             first_network_pod_started: std::sync::atomic::AtomicBool::new(false),
         };
-        metrics.build_info.get_or_create(&build_labels()).set(1);
         metrics.registered()
     }
 
@@ -356,6 +355,30 @@ impl KubeletMetrics {
         }
     }
 
+    /// Sets `kubernetes_build_info`: `kubernetes_version` is the Kubernetes release wasmlet
+    /// behaves as (`v1.35.4`), shown with wasmlet's own version after it as the node's
+    /// `kubeletVersion`; `arch` as Go names it. Go's label is empty.
+    pub fn set_build_info(&self, kubernetes_version: &str, arch: &str) {
+        let mut parts = kubernetes_version.trim_start_matches('v').split('.');
+        let major = parts.next().unwrap_or_default().to_string();
+        let minor = parts.next().unwrap_or_default().to_string();
+        let labels = vec![
+            ("build_date", String::new()),
+            ("compiler", "rustc".to_string()),
+            ("git_commit", String::new()),
+            ("git_tree_state", String::new()),
+            (
+                "git_version",
+                format!("{kubernetes_version}-wasmlet.{}", env!("CARGO_PKG_VERSION")),
+            ),
+            ("go_version", String::new()),
+            ("major", major),
+            ("minor", minor),
+            ("platform", format!("linux/{arch}")),
+        ];
+        self.build_info.get_or_create(&labels).set(1);
+    }
+
     /// The registry, for the exposition.
     pub fn registry(&self) -> &Registry {
         &self.registry
@@ -372,32 +395,6 @@ impl KubeletMetrics {
             self.runtime_operations_errors.get_or_create(&labels).inc();
         }
     }
-}
-
-/// `kubernetes_build_info`'s labels: the Kubernetes version wasmlet behaves as, with wasmlet's
-/// own version after it (as the node's `kubeletVersion`); Go's label is empty.
-fn build_labels() -> Labels {
-    let version = crate::node_status::KUBELET_COMPATIBLE_VERSION;
-    let mut parts = version.trim_start_matches('v').split('.');
-    let major = parts.next().unwrap_or_default().to_string();
-    let minor = parts.next().unwrap_or_default().to_string();
-    vec![
-        ("build_date", String::new()),
-        ("compiler", "rustc".to_string()),
-        ("git_commit", String::new()),
-        ("git_tree_state", String::new()),
-        (
-            "git_version",
-            format!("{version}-wasmlet.{}", env!("CARGO_PKG_VERSION")),
-        ),
-        ("go_version", String::new()),
-        ("major", major),
-        ("minor", minor),
-        (
-            "platform",
-            format!("linux/{}", crate::node_status::go_arch()),
-        ),
-    ]
 }
 
 /// The process's kubelet series.

@@ -47,6 +47,15 @@ pub fn parse_stat(text: &str, ticks: f64, page: u64, boot: Option<f64>) -> Proce
     }
 }
 
+/// The machine's boot time (seconds since the epoch), which `process_start_time_seconds`
+/// counts from; set once at start by whoever reads it (the stats module).
+static BOOT_TIME: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+/// Sets the boot time `process_start_time_seconds` is counted from.
+pub fn set_boot_time(seconds_since_epoch: f64) {
+    let _ = BOOT_TIME.set(seconds_since_epoch);
+}
+
 /// The `process_*` collector of this process.
 #[derive(Debug, Default)]
 pub struct ProcessCollector;
@@ -56,10 +65,7 @@ impl ProcessCollector {
         let Ok(text) = std::fs::read_to_string("/proc/self/stat") else {
             return ProcessStats::default();
         };
-        let boot = crate::stats::node::boot_time()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs_f64());
+        let boot = BOOT_TIME.get().copied();
         parse_stat(
             &text,
             rustix::param::clock_ticks_per_second() as f64,

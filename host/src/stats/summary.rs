@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const PODS_CGROUP: &str = "/kubepods";
 
 /// The emptyDir plugin's directory under a pod's `volumes/`.
-const EMPTY_DIR_PLUGIN: &str = "kubernetes.io~empty-dir";
+pub(crate) const EMPTY_DIR_PLUGIN: &str = "kubernetes.io~empty-dir";
 
 /// Builds the Summary of one node from its cgroups and its runtime.
 pub struct SummaryProvider {
