@@ -39,7 +39,7 @@ const JSON_SERVER: &str = r#"    command:
     - |
       mkdir -p /www
       echo '{"status": "ok"}' > /www/health
-      (sleep 5; echo '{"status": "degraded"}' > /www/health) &
+      (sleep 15; echo '{"status": "degraded"}' > /www/health) &
       exec httpd -f -p 8080 -h /www
     ports: [{containerPort: 8080}]
 "#;

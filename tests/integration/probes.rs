@@ -190,10 +190,11 @@ fn grpc_probes_against_a_health_server() {
         "wasmlet-test:local with grpc_health_server is missing: scripts/test.sh builds it \
          (WASMLET_EXTRA_IMAGE_FILES=target/test-image/grpc_health_server scripts/setup-node.sh)"
     );
-    // The server answers SERVING for 5 s, then NOT_SERVING.
+    // The server answers SERVING for 10 s from its start, then NOT_SERVING. Under load it may
+    // take seconds to listen: the startup probe holds liveness off until it answers.
     node.write_manifest(
         "grpc.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090', '5']\n    ports: [{containerPort: 9090}]\n    readinessProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n    livenessProbe:\n      grpc: {port: 9090, service: wasmlet}\n      initialDelaySeconds: 1\n      periodSeconds: 1\n      failureThreshold: 3\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090', '10']\n    ports: [{containerPort: 9090}]\n    startupProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n      failureThreshold: 30\n    readinessProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n    livenessProbe:\n      grpc: {port: 9090, service: wasmlet}\n      periodSeconds: 1\n      failureThreshold: 3\n",
     );
     node.wait_for("Ready through grpc", Duration::from_secs(30), |n| {
         n.pod("grpc").filter(|p| condition(p, "Ready") == "True")
@@ -204,7 +205,7 @@ fn grpc_probes_against_a_health_server() {
     let killed = &container_status(&pod, "server")["lastState"]["terminated"];
     let lived = seconds_between(&killed["startedAt"], &killed["finishedAt"]);
     assert!(
-        lived >= 5.0,
+        lived >= 10.0,
         "killed after {lived} s, while still serving; the probe results:\n{}",
         probe_lines(&node.log())
     );

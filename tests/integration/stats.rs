@@ -223,46 +223,6 @@ fn sample_with(
     found.remove(0)
 }
 
-/// `promtool check metrics` on `text`: its complaints, or why it could not run. In CI a missing
-/// promtool (Debian's `prometheus` package) fails the test; elsewhere the check is skipped.
-fn promtool_problems(text: &str) -> Option<String> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(error) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("promtool is needed in CI (Debian package prometheus): {error}")
-        }
-        Err(error) => {
-            eprintln!("promtool not run: {error}");
-            return None;
-        }
-    };
-    child
-        .stdin
-        .take()
-        .expect("piped stdin")
-        .write_all(text.as_bytes())
-        .expect("write to promtool");
-    let output = child.wait_with_output().expect("promtool output");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Some(if output.status.success() {
-        String::new()
-    } else {
-        format!("{}: {said}", output.status)
-    })
-}
-
 #[test]
 fn a_cpu_burner_shows_in_the_cadvisor_metrics() {
     let node = Node::start("t-cadvisor");
@@ -279,9 +239,7 @@ fn a_cpu_burner_shows_in_the_cadvisor_metrics() {
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
     let first = response.into_string().expect("text");
-    if let Some(problems) = promtool_problems(&first) {
-        assert_eq!(problems, "", "promtool check metrics on\n{first}");
-    }
+    crate::harness::promtool_check("/metrics/cadvisor", &first);
 
     let container = [("container", "burn"), ("pod", full.as_str())];
     let (labels, cpu0) = sample_with(&first, "container_cpu_usage_seconds_total", &container);

@@ -181,6 +181,8 @@ mod tests {
 
     #[test]
     fn this_process_reports_itself() {
+        // The agent sets the boot time at start; a test process has no agent.
+        set_boot_time(1_600_000_000.0);
         let stats = ProcessCollector::stats();
         assert!(stats.resident_bytes.is_some_and(|b| b > 0));
         assert!(stats
