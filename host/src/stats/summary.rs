@@ -71,12 +71,8 @@ impl SummaryProvider {
     /// has the node's, system containers', pods' and containers' CPU, memory and swap only, and
     /// costs no filesystem walk.
     pub async fn get(&self, only_cpu_and_memory: bool) -> Result<Summary, StatsError> {
-        let selector = Labels::from([(labels::NODE.to_string(), self.node_name.clone())]);
-        let (sandboxes, containers, container_stats) = tokio::try_join!(
-            self.cri.list_pod_sandbox(selector.clone()),
-            self.cri.list_containers(selector.clone()),
-            self.cri.list_container_stats(selector),
-        )?;
+        let (sandboxes, containers, container_stats) =
+            list_node(&self.cri, &self.node_name).await?;
         let now = SystemTime::now();
         let time = api_time(now);
         let full = !only_cpu_and_memory;
@@ -484,6 +480,27 @@ fn volume_stats(time: &Time, volumes_dir: &Path) -> Vec<VolumeStats> {
     }
     volumes.sort_by(|a, b| a.name.cmp(&b.name));
     volumes
+}
+
+/// The node's sandboxes, containers and container stats in the runtime, listed concurrently:
+/// where both the Summary and `/metrics/cadvisor` start.
+pub(crate) async fn list_node(
+    cri: &CriClient,
+    node_name: &str,
+) -> Result<
+    (
+        Vec<api::PodSandbox>,
+        Vec<api::Container>,
+        Vec<api::ContainerStats>,
+    ),
+    crate::cri::CriError,
+> {
+    let selector = Labels::from([(labels::NODE.to_string(), node_name.to_string())]);
+    tokio::try_join!(
+        cri.list_pod_sandbox(selector.clone()),
+        cri.list_containers(selector.clone()),
+        cri.list_container_stats(selector),
+    )
 }
 
 /// Nanoseconds since the epoch, as CRI spells times.

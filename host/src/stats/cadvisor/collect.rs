@@ -3,12 +3,12 @@
 //! the kubelet made for them, and the node root. One scrape reads each cgroup once.
 
 use super::{encode, FsUsage, Labels, Machine, Subject};
-use crate::cri::{api, labels, CriClient, Labels as CriLabels};
+use crate::cri::{api, labels, CriClient};
 use crate::resources::QosClass;
 use crate::stats::cgroup::snapshot::{read_cgroup, Hierarchies};
 use crate::stats::cgroup::CgroupMemory;
 use crate::stats::network::{self, InterfaceCounters};
-use crate::stats::summary::ready_sandboxes;
+use crate::stats::summary::{list_node, ready_sandboxes};
 use crate::stats::{cpu, fs, node, StatsError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -75,12 +75,7 @@ impl CadvisorProvider {
     }
 
     async fn list(&self) -> Result<Runtime, StatsError> {
-        let selector = CriLabels::from([(labels::NODE.to_string(), self.node_name.clone())]);
-        let (sandboxes, containers, stats) = tokio::try_join!(
-            self.cri.list_pod_sandbox(selector.clone()),
-            self.cri.list_containers(selector.clone()),
-            self.cri.list_container_stats(selector),
-        )?;
+        let (sandboxes, containers, stats) = list_node(&self.cri, &self.node_name).await?;
         Ok(Runtime {
             sandboxes,
             containers,
