@@ -100,18 +100,44 @@ enum PluginCommand {
         #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
         grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
     },
-    /// Write a ready-to-build plugin crate for a world.
+    /// Write a ready-to-build plugin project for a world, in Rust, Go, Python or JavaScript.
     New {
         name: String,
         /// eviction-policy, gc-strategy, probe-handler or lifecycle-hooks.
         #[arg(long)]
         world: String,
+        /// rust, go, python or js.
+        #[arg(long, default_value = "rust")]
+        lang: String,
         /// Where to create it (default: the current directory).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        /// The wasmlet-plugin-sdk crate (default: plugins/sdk found upwards from here).
+        /// The language's SDK (plugins/sdk, sdk-go, sdk-python or sdk-js; default: found in
+        /// the wasmlet checkout above here or above the wasmlet binary).
         #[arg(long)]
         sdk: Option<PathBuf>,
+    },
+    /// Build a plugin project of any SDK language into one component, DIR/<name>.wasm.
+    Build {
+        /// The project directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// rust, go, python or js (default: told by the project's files).
+        #[arg(long)]
+        lang: Option<String>,
+        /// The world (default: told by the project's manifest or imports).
+        #[arg(long)]
+        world: Option<String>,
+        /// The component to write (default: DIR/<name>.wasm).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The language's SDK, for a project without a wasmlet-plugin.yaml outside a checkout.
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+        /// Where componentize-py, jco and the Go componentizer are installed (default:
+        /// $WASMLET_PLUGIN_TOOLS, else ~/.cache/wasmlet/plugin-tools).
+        #[arg(long)]
+        tools_dir: Option<PathBuf>,
     },
     /// Run one decision on a snapshot file and print it beside the built-in default's.
     Test {
@@ -124,6 +150,22 @@ enum PluginCommand {
         #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
         grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
     },
+}
+
+/// `--world`: one of the plugin worlds.
+fn parse_world(text: &str) -> anyhow::Result<wasmlet_plugin_host::World> {
+    wasmlet_plugin_host::World::ALL
+        .into_iter()
+        .find(|known| known.as_str() == text)
+        .ok_or_else(|| {
+            anyhow::anyhow!("--world: unknown world {text:?} (eviction-policy, gc-strategy, probe-handler, lifecycle-hooks)")
+        })
+}
+
+/// `--lang`: one of the SDK languages.
+fn parse_lang(text: &str) -> anyhow::Result<wasmlet_plugin_host::Lang> {
+    wasmlet_plugin_host::Lang::parse(text)
+        .ok_or_else(|| anyhow::anyhow!("--lang: unknown language {text:?} (rust, go, python, js)"))
 }
 
 #[derive(clap::Args)]
@@ -213,14 +255,7 @@ fn main() -> anyhow::Result<()> {
                     grant_dirs,
                 },
         } => {
-            let world = world
-                .map(|w| {
-                    wasmlet_plugin_host::World::ALL
-                        .into_iter()
-                        .find(|known| known.as_str() == w)
-                        .ok_or_else(|| anyhow::anyhow!("--world: unknown world {w:?}"))
-                })
-                .transpose()?;
+            let world = world.as_deref().map(parse_world).transpose()?;
             let limits = wasmlet_plugin_host::Limits {
                 deadline_ms,
                 memory_mib,
@@ -246,16 +281,47 @@ fn main() -> anyhow::Result<()> {
                 PluginCommand::New {
                     name,
                     world,
+                    lang,
                     dir,
                     sdk,
                 },
         } => {
-            let world = wasmlet_plugin_host::World::ALL
-                .into_iter()
-                .find(|known| known.as_str() == world)
-                .ok_or_else(|| anyhow::anyhow!("--world: unknown world {world:?}"))?;
-            let root = wasmlet_plugin_host::new_plugin(&name, world, &dir, sdk.as_deref())?;
-            println!("created {} (world {})", root.display(), world.as_str());
+            let world = parse_world(&world)?;
+            let lang = parse_lang(&lang)?;
+            let root = wasmlet_plugin_host::new_plugin(&name, world, lang, &dir, sdk.as_deref())?;
+            println!(
+                "created {} (world {}, {})",
+                root.display(),
+                world.as_str(),
+                lang.as_str()
+            );
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Build {
+                    dir,
+                    lang,
+                    world,
+                    out,
+                    sdk,
+                    tools_dir,
+                },
+        } => {
+            let options = wasmlet_plugin_host::BuildOptions {
+                lang: lang.as_deref().map(parse_lang).transpose()?,
+                world: world.as_deref().map(parse_world).transpose()?,
+                out,
+                sdk,
+                tools_dir,
+            };
+            let built = wasmlet_plugin_host::build_project(&dir, &options)?;
+            let world = built.project.world.map_or("?", |w| w.as_str());
+            println!(
+                "built {} (world {world}, {})",
+                built.file.display(),
+                built.project.lang.as_str()
+            );
             Ok(())
         }
         Command::Plugin {

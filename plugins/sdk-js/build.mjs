@@ -1,9 +1,9 @@
-// node build.mjs TOOLS_DIR ENTRY.js WORLD OUT.wasm
+// node build.mjs TOOLS_DIR ENTRY.js WORLD OUT.wasm [WIT_DIR]
 //
 // Builds one JS plugin into a component with jco's componentize (bundling the
 // entry with the SDK, then componentize-js/StarlingMonkey), WASI features off
 // (-d all: the plugin gets no clocks, random, stdio or http imports beyond what
-// the engine itself needs). Run from the repository root: wit/ is read from there.
+// the engine itself needs). WIT_DIR defaults to wit/ of the current directory.
 //
 // Why a script and not the `jco componentize` CLI: jco 1.35's own wasm tools
 // read wit/ through @bytecodealliance/preview2-shim, whose 0.25+ releases start
@@ -15,9 +15,9 @@ import { readdirSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [tools, entry, world, out] = process.argv.slice(2);
+const [tools, entry, world, out, witDir = 'wit'] = process.argv.slice(2);
 if (!out) {
-  console.error('usage: node build.mjs TOOLS_DIR ENTRY.js WORLD OUT.wasm');
+  console.error('usage: node build.mjs TOOLS_DIR ENTRY.js WORLD OUT.wasm [WIT_DIR]');
   process.exit(2);
 }
 const modules = resolve(tools, 'node_modules');
@@ -42,4 +42,4 @@ for (const fs of shims(modules)) {
   shim._setPreopens?.({ '/': '/' });
 }
 const { componentize } = await import(pathToFileURL(join(modules, '@bytecodealliance/jco/dist/cmd/componentize.js')).href);
-await componentize(resolve(entry), { wit: resolve('wit'), worldName: world, disable: ['all'], bundle: true, out: resolve(out) });
+await componentize(resolve(entry), { wit: resolve(witDir), worldName: world, disable: ['all'], bundle: true, out: resolve(out) });

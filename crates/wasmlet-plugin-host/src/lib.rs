@@ -17,6 +17,7 @@ mod error;
 mod instance;
 mod limiter;
 mod metrics;
+mod project;
 mod records;
 mod registry;
 mod state;
@@ -28,9 +29,10 @@ pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
 pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
 pub use error::{LoadError, PluginError};
 pub use instance::{Fault, LoadedPlugin};
+pub use project::{build_project, new_plugin, BuildOptions, Built, Lang, Project};
 pub use records::{
     AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,
     ProbeOutcome, ProbeRequest, ProbeResult,
 };
 pub use registry::{PluginRegistry, PluginSlot, PluginState, Rejected, FAULTS_TO_FAIL};
-pub use tool::{new_plugin, parse_grant, test_plugin, validate_plugin, ToolError};
+pub use tool::{parse_grant, test_plugin, validate_plugin, ToolError};

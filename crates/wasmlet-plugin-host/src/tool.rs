@@ -2,7 +2,7 @@
 //! configure and self-check under its limits) and `wasmlet plugin test` (run one decision on
 //! a snapshot file and print it beside the built-in default's).
 
-use crate::config::{is_dns_label, Capabilities, DirectoryGrant, Limits, PluginSpec, World};
+use crate::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World};
 use crate::decisions::EvictionSnapshot;
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{detect_world, LoadedPlugin};
@@ -361,118 +361,4 @@ fn tempfile_dir() -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("wasmlet-plugin-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     Ok(dir)
-}
-
-/// The SDK crate a new plugin depends on: `sdk` if given, else `plugins/sdk` found from the
-/// current directory upwards (a checkout of wasmlet).
-fn find_sdk(sdk: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(path) = sdk {
-        return path
-            .canonicalize()
-            .ok()
-            .filter(|p| p.join("Cargo.toml").is_file())
-            .ok_or_else(|| format!("--sdk {}: no Cargo.toml there", path.display()));
-    }
-    let start = std::env::current_dir().map_err(|e| e.to_string())?;
-    start
-        .ancestors()
-        .map(|dir| dir.join("plugins/sdk"))
-        .find(|sdk| sdk.join("Cargo.toml").is_file())
-        .ok_or_else(|| {
-            "cannot find plugins/sdk above the current directory: pass --sdk PATH".to_string()
-        })
-}
-
-fn template(world: World, type_name: &str) -> String {
-    match world {
-        World::EvictionPolicy => format!(
-            "//! An eviction policy: the pods with the most restarts go first.\n\n\
-             use wasmlet_plugin_sdk::{{export, EvictionPolicy, NodeInfo, PodInfo, SignalObservation}};\n\n\
-             #[derive(Default)]\npub struct {type_name};\n\n\
-             impl EvictionPolicy for {type_name} {{\n    fn rank(&self, _: &NodeInfo, _: &[SignalObservation], pods: &[PodInfo]) -> Result<Vec<u32>, String> {{\n        \
-             let mut order: Vec<u32> = (0..pods.len() as u32).filter(|&i| pods[i as usize].is_evictable()).collect();\n        \
-             order.sort_by_key(|&i| std::cmp::Reverse(pods[i as usize].restart_count));\n        Ok(order)\n    }}\n}}\n\n\
-             export!({type_name} as eviction);\n\n\
-             #[cfg(test)]\nmod tests {{\n    use super::*;\n    use wasmlet_plugin_sdk::fixtures::{{EvictionCase, PodFixture}};\n\n    \
-             #[test]\n    fn flappy_pods_go_first() {{\n        let case = EvictionCase::memory_pressure()\n            \
-             .pod(PodFixture::new(\"default\", \"calm\").restarts(0))\n            .pod(PodFixture::new(\"default\", \"flappy\").restarts(9));\n        \
-             assert_eq!(case.rank_names(&{type_name}).unwrap(), [\"default/flappy\", \"default/calm\"]);\n    }}\n}}\n"
-        ),
-        World::GcStrategy => format!(
-            "//! A GC strategy; the trait's defaults are upstream's image and container GC order:\n\
-             //! override `plan_images` or `plan_containers` to change them.\n\n\
-             use wasmlet_plugin_sdk::{{export, GcStrategy}};\n\n#[derive(Default)]\npub struct {type_name};\n\n\
-             impl GcStrategy for {type_name} {{}}\n\nexport!({type_name} as gc);\n"
-        ),
-        World::ProbeHandler => format!(
-            "//! A probe: succeeds when the pod accepts TCP connections on its first declared port.\n\n\
-             use wasmlet_plugin_sdk::{{export, PodAccess, ProbeHandler, ProbeRequest, ProbeResult}};\n\n\
-             #[derive(Default)]\npub struct {type_name};\n\n\
-             impl ProbeHandler for {type_name} {{\n    fn check(&self, request: &ProbeRequest, pod: &dyn PodAccess) -> ProbeResult {{\n        \
-             let Some(&port) = request.ports.first() else {{ return ProbeResult::failure(\"the pod declares no port\") }};\n        \
-             match pod.tcp_connect(port, request.timeout_ms) {{\n            Ok(()) => ProbeResult::success(format!(\"port {{port}} accepts connections\")),\n            \
-             Err(error) => ProbeResult::failure(error),\n        }}\n    }}\n}}\n\nexport!({type_name} as probe);\n"
-        ),
-        World::LifecycleHooks => format!(
-            "//! Lifecycle hooks; the trait's defaults admit every pod and do nothing at\n\
-             //! post-start and pre-stop: override `admit`, `post_start` or `pre_stop`.\n\n\
-             use wasmlet_plugin_sdk::{{export, LifecycleHooks}};\n\n#[derive(Default)]\npub struct {type_name};\n\n\
-             impl LifecycleHooks for {type_name} {{}}\n\nexport!({type_name} as hooks);\n"
-        ),
-    }
-}
-
-/// Writes a ready-to-build plugin crate `name` for `world` into `dir/name`.
-pub fn new_plugin(
-    name: &str,
-    world: World,
-    dir: &Path,
-    sdk: Option<&Path>,
-) -> Result<PathBuf, ToolError> {
-    let root = dir.join(name);
-    let fail = |message: String| plugin_error(&root, message);
-    if !is_dns_label(name) {
-        return Err(fail(
-            "the name must be a lowercase DNS label, e.g. my-eviction-policy".into(),
-        ));
-    }
-    if root.exists() {
-        return Err(fail("already exists".into()));
-    }
-    let sdk = find_sdk(sdk).map_err(fail)?;
-    let type_name: String = name
-        .split('-')
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect();
-    let type_name = if type_name.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("Plugin{type_name}")
-    } else {
-        type_name
-    };
-    let cargo = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n\
-         [dependencies]\nwasmlet-plugin-sdk = {{ path = \"{}\" }}\n\n# A workspace of its own.\n[workspace]\n\n\
-         [profile.release]\nopt-level = \"s\"\nlto = true\nstrip = true\n",
-        sdk.display()
-    );
-    let readme = format!(
-        "# {name}\n\nA wasmlet plugin (world `{}`).\n\n```sh\ncargo test                                             # native, with the SDK's fixtures\n\
-         cargo build --release --target wasm32-wasip2\nwasmlet plugin validate target/wasm32-wasip2/release/{}.wasm\n```\n",
-        world.as_str(),
-        name.replace('-', "_")
-    );
-    let write = |path: PathBuf, text: String| {
-        std::fs::write(&path, text).map_err(|e| plugin_error(&path, e.to_string()))
-    };
-    std::fs::create_dir_all(root.join("src")).map_err(|e| fail(e.to_string()))?;
-    write(root.join("Cargo.toml"), cargo)?;
-    write(root.join("README.md"), readme)?;
-    write(root.join("src/lib.rs"), template(world, &type_name))?;
-    Ok(root)
 }
