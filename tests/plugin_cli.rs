@@ -1,4 +1,4 @@
-//! `wasmlet plugin validate`, `test` and `new` driven through the binary (the CLI wiring of the
+//! `wasmlet plugin validate`, `test`, `new` and `build` driven through the binary (the CLI wiring of the
 //! author tools in wasmlet-plugin-host), with real components built from plugins/ and
 //! tests/guests/ (scripts/build-plugins.sh).
 
@@ -121,81 +121,176 @@ fn plugin_validate_and_test_commands() {
     assert!(!ok && err.contains("must be absolute"), "{err}");
 }
 
+/// Runs a command, failing the test with its output when it fails.
+fn must(command: &mut std::process::Command, what: &str) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn wasmlet() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"));
+    // The tools `plugin build` installs (componentize-py, jco, the Go componentizer) are
+    // shared with scripts/build-sdk-plugins.sh.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    command.env("WASMLET_PLUGIN_TOOLS", root.join("target/sdk-tools"));
+    command
+}
+
+/// `plugin new` in every language and world writes a project whose native tests pass, and
+/// `plugin build` makes one component of it per language that validates and decides.
 #[test]
-fn plugin_new_writes_a_crate_that_builds_and_validates() {
+fn plugin_new_and_build_in_every_language() {
     let dir = tempfile::tempdir().unwrap();
-    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk");
-    let wasmlet = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    for world in [
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap();
+    let worlds = [
         "eviction-policy",
         "gc-strategy",
         "probe-handler",
         "lifecycle-hooks",
-    ] {
-        let out = wasmlet(&[
+    ];
+    for lang in ["rust", "go", "python", "js"] {
+        for world in worlds {
+            let name = format!("my-{lang}-{world}");
+            let out = wasmlet()
+                .args(["plugin", "new", &name, "--world", world, "--lang", lang])
+                .arg("--dir")
+                .arg(dir.path())
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if world == "gc-strategy" && (lang == "python" || lang == "js") {
+                assert!(
+                    !out.status.success() && stderr.contains("has no gc-strategy world yet"),
+                    "{stderr}"
+                );
+                continue;
+            }
+            assert!(out.status.success(), "plugin new {name}: {stderr}");
+            let project = dir.path().join(&name);
+            // Each project's own native tests, as its README says to run them.
+            match lang {
+                "go" => drop(must(
+                    std::process::Command::new("go")
+                        .args(["test", "./..."])
+                        .current_dir(&project),
+                    &format!("go test in {name}"),
+                )),
+                "python" => drop(must(
+                    std::process::Command::new("python3")
+                        .args(["-m", "unittest"])
+                        .env("PYTHONPATH", root.join("plugins/sdk-python"))
+                        .current_dir(&project),
+                    &format!("python tests in {name}"),
+                )),
+                "js" => {
+                    must(
+                        std::process::Command::new("npm")
+                            .args(["install", "--no-audit", "--no-fund", "--silent"])
+                            .current_dir(&project),
+                        &format!("npm install in {name}"),
+                    );
+                    must(
+                        std::process::Command::new("node")
+                            .arg("--test")
+                            .current_dir(&project),
+                        &format!("node --test in {name}"),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    let again = wasmlet()
+        .args([
             "plugin",
             "new",
-            &format!("my-{world}"),
+            "my-go-gc-strategy",
             "--world",
-            world,
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--sdk",
-            sdk.to_str().unwrap(),
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lib =
-            std::fs::read_to_string(dir.path().join(format!("my-{world}/src/lib.rs"))).unwrap();
-        assert!(lib.contains("export!("), "{lib}");
-    }
-    let again = wasmlet(&[
-        "plugin",
-        "new",
-        "my-gc-strategy",
-        "--world",
-        "gc-strategy",
-        "--dir",
-        dir.path().to_str().unwrap(),
-        "--sdk",
-        sdk.to_str().unwrap(),
-    ]);
+            "gc-strategy",
+            "--lang",
+            "go",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(
         !again.status.success()
             && String::from_utf8_lossy(&again.stderr).contains("already exists")
     );
 
-    // The generated eviction plugin builds as a component and passes validation.
-    let krate = dir.path().join("my-eviction-policy");
-    let build = std::process::Command::new("cargo")
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
-        .current_dir(&krate)
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guests/target/plugin-new"),
-        )
+    // One component per language, from the project directory alone: it validates, and the
+    // eviction policies (most restarts first) decide the same on the same snapshot.
+    let fixture = root.join("examples/plugins/snapshot.yaml");
+    let mut orders = Vec::new();
+    for lang in ["rust", "go", "python", "js"] {
+        let project = dir.path().join(format!("my-{lang}-eviction-policy"));
+        let mut build = wasmlet();
+        build.args(["plugin", "build"]).arg(&project);
+        if lang == "rust" {
+            build.env(
+                "CARGO_TARGET_DIR",
+                root.join("tests/guests/target/plugin-new"),
+            );
+        }
+        let out = must(&mut build, &format!("plugin build ({lang})"));
+        let file = project.join(format!("my-{lang}-eviction-policy.wasm"));
+        assert!(
+            out.contains(&format!("built {}", file.display()))
+                && out.contains("world eviction-policy"),
+            "{out}"
+        );
+        let out = must(
+            wasmlet().args(["plugin", "validate"]).arg(&file),
+            &format!("plugin validate ({lang})"),
+        );
+        assert!(out.contains("world: eviction-policy"), "{out}");
+        let out = must(
+            wasmlet()
+                .args(["plugin", "test"])
+                .arg(&file)
+                .arg("--fixture")
+                .arg(&fixture),
+            &format!("plugin test ({lang})"),
+        );
+        let result: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(result["decidedBy"]["kind"], "plugin", "{lang}: {result}");
+        orders.push((lang, result["order"].clone()));
+    }
+    assert!(
+        orders.iter().all(|(_, order)| *order == orders[0].1),
+        "the four languages disagree: {orders:?}"
+    );
+
+    // A probe in Go, built with the world told by its imports, and a project that does not
+    // say its language.
+    let probe = dir.path().join("my-go-probe-handler");
+    let out = must(
+        wasmlet().args(["plugin", "build"]).arg(&probe),
+        "plugin build (go probe)",
+    );
+    assert!(out.contains("world probe-handler"), "{out}");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = wasmlet()
+        .args(["plugin", "build"])
+        .arg(&empty)
         .output()
         .unwrap();
     assert!(
-        build.status.success(),
-        "{}",
-        String::from_utf8_lossy(&build.stderr)
-    );
-    let wasm_file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/guests/target/plugin-new/wasm32-wasip2/release/my_eviction_policy.wasm");
-    let out = wasmlet(&["plugin", "validate", wasm_file.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("which language is it"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("world: eviction-policy"));
 }
