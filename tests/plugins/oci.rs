@@ -385,3 +385,57 @@ fn digests_that_do_not_match_are_refused() {
         .to_string();
     assert!(reason.contains(&missing), "{reason}");
 }
+
+#[test]
+fn credentials_come_from_a_docker_config_file() {
+    let Some(server) = TestRegistry::start_with_login() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let component = wasm("eviction_batch_first");
+    let tag = server.reference("private/evict:v1");
+    let err = push_plugin(&component, &tag, &RegistryAccess::default()).unwrap_err();
+    assert!(
+        err.to_string().to_lowercase().contains("authorized"),
+        "{err}"
+    );
+
+    // `docker login` writes base64 user:password under auths.<registry>.auth.
+    use base64::Engine as _;
+    let docker_config = dir.path().join("docker-config.json");
+    std::fs::write(
+        &docker_config,
+        serde_json::json!({"auths": {server.address(): {
+            "auth": base64::engine::general_purpose::STANDARD.encode("alice:s3cret")}}})
+        .to_string(),
+    )
+    .unwrap();
+    let access = RegistryAccess {
+        registry_config: Some(docker_config.clone()),
+        ..Default::default()
+    };
+    push_plugin(&component, &tag, &access).expect("push with credentials");
+    let registry = oci_registry(
+        dir.path(),
+        &dir.path().join("root"),
+        &format!(
+            "{}{}",
+            entry(
+                "with-login",
+                &tag,
+                &format!("  registryConfig: {}\n", docker_config.display())
+            ),
+            entry("anonymous", &tag, "  shadow: true\n"),
+        ),
+    );
+    assert_eq!(
+        serving_sha(&registry, "with-login"),
+        Some(file_sha(&component))
+    );
+    assert_eq!(serving_sha(&registry, "anonymous"), None);
+    let reason = report_of(&registry, "anonymous")["lastRejected"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.to_lowercase().contains("authorized"), "{reason}");
+}

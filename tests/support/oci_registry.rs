@@ -15,12 +15,26 @@ pub struct TestRegistry {
     dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
+    htpasswd: bool,
 }
+
+/// The one user of [`TestRegistry::start_with_login`]: `alice`, password `s3cret` (bcrypt, as
+/// distribution's htpasswd auth requires).
+pub const HTPASSWD: &str = "alice:$2b$05$abcdefghijklmnopqrstuuLK7U1u6pVRmL7L1BBM2aS35PSZnDXlK";
 
 impl TestRegistry {
     /// Starts a registry, or `None` when the binary is missing outside CI (scripts/test.sh
     /// installs it); under `CI=true` a missing binary fails the test.
     pub fn start() -> Option<Self> {
+        Self::start_inner(false)
+    }
+
+    /// Like [`TestRegistry::start`], for a registry that asks for a login ([`HTPASSWD`]).
+    pub fn start_with_login() -> Option<Self> {
+        Self::start_inner(true)
+    }
+
+    fn start_inner(htpasswd: bool) -> Option<Self> {
         if !Path::new(BINARY).exists() {
             let message = format!(
                 "{BINARY} is missing: apt-get install docker-registry (scripts/test.sh does)"
@@ -36,10 +50,12 @@ impl TestRegistry {
             .map(|a| a.port())
             .expect("a free port");
         let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("htpasswd"), format!("{HTPASSWD}\n")).expect("htpasswd");
         let mut registry = Self {
             dir,
             port,
             child: None,
+            htpasswd,
         };
         registry.resume();
         Some(registry)
@@ -82,10 +98,18 @@ impl TestRegistry {
     pub fn resume(&mut self) {
         self.stop();
         let config = self.dir.path().join("config.yml");
+        let auth = if self.htpasswd {
+            format!(
+                "auth:\n  htpasswd:\n    realm: wasmlet-test\n    path: {}\n",
+                self.dir.path().join("htpasswd").display()
+            )
+        } else {
+            String::new()
+        };
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {}\n",
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {}\n{auth}",
                 self.storage().display(),
                 self.address()
             ),
@@ -104,7 +128,11 @@ impl TestRegistry {
         let deadline = Instant::now() + Duration::from_secs(20);
         let url = format!("http://{}/v2/", self.address());
         loop {
-            if ureq::get(&url).call().is_ok() {
+            // Up once it answers, 401 included (a registry asking for a login).
+            if matches!(
+                ureq::get(&url).call(),
+                Ok(_) | Err(ureq::Error::Status(401, _))
+            ) {
                 return;
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
