@@ -69,6 +69,7 @@ fn spec(path: PathBuf) -> PluginSpec {
     PluginSpec {
         name: "bench".into(),
         world: World::EvictionPolicy,
+        source: wasmlet_plugin_host::PluginSource::File(path.clone()),
         path,
         sha256: None,
         limits: Limits::default(),

@@ -28,6 +28,14 @@ if ! command -v promtool >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
 fi
 
+# docker-registry (Debian's package of the CNCF distribution server): tests/plugins and
+# tests/plugin_cli.rs run it on loopback to push, pull and sign oci:// plugins. Its own
+# service, if the package starts one, is not used: the tests start their own on free ports.
+if [ ! -x /usr/bin/docker-registry ]; then
+  step "docker-registry (Debian's docker-registry package)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-registry >&2
+fi
+
 step "node setup (containerd, runc, CNI, local images)"
 scripts/setup-node.sh >/dev/null
 step "image GC node setup (a second containerd on a small tmpfs image filesystem)"

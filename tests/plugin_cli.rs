@@ -1,6 +1,7 @@
-//! `wasmlet plugin validate`, `test`, `new` and `build` driven through the binary (the CLI wiring of the
-//! author tools in wasmlet-plugin-host), with real components built from plugins/ and
-//! tests/guests/ (scripts/build-plugins.sh).
+//! `wasmlet plugin validate`, `test`, `new`, `build`, `push`, `pull` and `sign` driven through
+//! the binary (the CLI wiring of the author tools in wasmlet-plugin-host), with real components
+//! built from plugins/ and tests/guests/ (scripts/build-plugins.sh), and a real registry on
+//! loopback for the OCI commands.
 
 use std::path::{Path, PathBuf};
 
@@ -293,4 +294,190 @@ fn plugin_new_and_build_in_every_language() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[allow(dead_code)] // blob_data is for tests/plugins
+#[path = "support/oci_registry.rs"]
+mod oci_registry;
+
+/// `openssl` with `args`, which must succeed.
+fn openssl(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn plugin_push_pull_and_sign_commands() {
+    let Some(server) = oci_registry::TestRegistry::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let component = wasm("eviction_batch_first");
+    let tag = server.reference("cli/evict:v1");
+    let (ok, out, err) = run(&["plugin", "push", component.to_str().unwrap(), &tag]);
+    assert!(ok, "{err}");
+    let digest = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("digest: "))
+        .unwrap_or_else(|| panic!("no digest in {out}"))
+        .to_string();
+    assert!(out.contains("world: eviction-policy"), "{out}");
+
+    // Only a plugin component is pushed.
+    let garbage = dir.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"\0asm garbage").unwrap();
+    let (ok, _, err) = run(&["plugin", "push", garbage.to_str().unwrap(), &tag]);
+    assert!(!ok && err.contains("not a valid component"), "{err}");
+    let (ok, _, err) = run(&[
+        "plugin",
+        "push",
+        component.to_str().unwrap(),
+        "cli/evict:v1",
+    ]);
+    assert!(!ok && err.contains("oci://"), "{err}");
+
+    let (ok, out, err) = run(&["plugin", "pull", &tag, "--out", "pulled.wasm"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&digest), "{out}");
+    assert_eq!(
+        std::fs::read(dir.path().join("pulled.wasm")).unwrap(),
+        std::fs::read(&component).unwrap()
+    );
+
+    // A key pair made with openssl, as the docs say; `sign` resolves the tag to its digest.
+    openssl(
+        dir.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            "key.pem",
+        ],
+    );
+    openssl(
+        dir.path(),
+        &["pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"],
+    );
+    openssl(
+        dir.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            "other.pem",
+        ],
+    );
+    openssl(
+        dir.path(),
+        &["pkey", "-in", "other.pem", "-pubout", "-out", "other.pub"],
+    );
+    let (ok, out, err) = run(&[
+        "plugin", "pull", &tag, "--key", "key.pub", "--out", "x.wasm",
+    ]);
+    assert!(!ok && err.contains("unsigned"), "{out}{err}");
+    let (ok, out, err) = run(&["plugin", "sign", &tag, "--key", "key.pem"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&digest), "{out}");
+    let (ok, _, err) = run(&[
+        "plugin", "pull", &tag, "--key", "key.pub", "--out", "x.wasm",
+    ]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(&[
+        "plugin",
+        "pull",
+        &tag,
+        "--key",
+        "other.pub",
+        "--out",
+        "x.wasm",
+    ]);
+    assert!(
+        !ok && err.contains("not signed by the configured key"),
+        "{err}"
+    );
+
+    // The signature is stored as cosign stores one, and openssl verifies it: the manifest tagged
+    // sha256-<hex>.sig, a simple-signing payload layer, the base64 DER signature annotation.
+    let base = format!("http://{}/v2/cli/evict", server.address());
+    let sig_tag = digest.replace(':', "-") + ".sig";
+    let manifest: serde_json::Value = serde_json::from_str(
+        &ureq::get(&format!("{base}/manifests/{sig_tag}"))
+            .set("Accept", "application/vnd.oci.image.manifest.v1+json")
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap(),
+    )
+    .unwrap();
+    let layer = &manifest["layers"][0];
+    assert_eq!(
+        layer["mediaType"],
+        "application/vnd.dev.cosign.simplesigning.v1+json"
+    );
+    let payload = ureq::get(&format!(
+        "{base}/blobs/{}",
+        layer["digest"].as_str().unwrap()
+    ))
+    .call()
+    .unwrap()
+    .into_string()
+    .unwrap();
+    let payload_json: serde_json::Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(
+        payload_json["critical"]["image"]["docker-manifest-digest"],
+        digest.as_str()
+    );
+    assert_eq!(
+        payload_json["critical"]["identity"]["docker-reference"],
+        format!("{}/cli/evict", server.address())
+    );
+    std::fs::write(dir.path().join("payload.json"), &payload).unwrap();
+    let signature = layer["annotations"]["dev.cosignproject.cosign/signature"]
+        .as_str()
+        .unwrap();
+    std::fs::write(dir.path().join("sig.b64"), signature).unwrap();
+    openssl(
+        dir.path(),
+        &["base64", "-d", "-A", "-in", "sig.b64", "-out", "sig.der"],
+    );
+    let verified = openssl(
+        dir.path(),
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            "key.pub",
+            "-signature",
+            "sig.der",
+            "payload.json",
+        ],
+    );
+    assert!(verified.contains("Verified OK"), "{verified}");
 }

@@ -126,8 +126,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     // Plugins compile off the async executor; a bad plugin never stops the node.
     let cache_dir = config.root_dir.join("plugin-cache");
     let plugin_config = config.wasmlet.plugin_config.clone().map(PathBuf::from);
+    // `oci://` plugins are kept under <rootDir>/plugins/oci.
+    let root_dir = config.root_dir.clone();
     let plugins = tokio::task::spawn_blocking(move || {
-        PluginEngine::new(Some(cache_dir)).map(|engine| PluginRegistry::new(engine, plugin_config))
+        PluginEngine::new(Some(cache_dir))
+            .map(|engine| PluginRegistry::with_root_dir(engine, plugin_config, &root_dir))
     })
     .await
     .map_err(|e| StartError::Plugins(e.to_string()))?

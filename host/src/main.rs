@@ -150,6 +150,58 @@ enum PluginCommand {
         #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
         grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
     },
+    /// Push a component to an OCI registry as a wasm artifact (CNCF layout); prints its digest.
+    Push {
+        file: PathBuf,
+        /// oci://registry[:port]/repository:tag
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryFlags,
+    },
+    /// Pull a plugin artifact, check its digests, write its component; prints its digest.
+    Pull {
+        /// oci://registry[:port]/repository:tag or ...@sha256:<hex>
+        reference: String,
+        /// Where to write the component (default: <repository name>.wasm here).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also require a signature by this PEM public key, as `verify.publicKey` does.
+        #[arg(long)]
+        key: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryFlags,
+    },
+    /// Sign a plugin artifact (a tag is resolved to its digest) with a P-256 private key in
+    /// PEM, stored as cosign stores key-pair signatures.
+    Sign {
+        /// oci://registry[:port]/repository@sha256:<hex> or ...:tag
+        reference: String,
+        #[arg(long)]
+        key: PathBuf,
+        #[command(flatten)]
+        registry: RegistryFlags,
+    },
+}
+
+/// How `plugin push|pull|sign` reach a registry.
+#[derive(clap::Args)]
+struct RegistryFlags {
+    /// Plain HTTP to a registry not on loopback (loopback registries always get it).
+    #[arg(long)]
+    insecure: bool,
+    /// A docker-style config.json with credentials (default: $DOCKER_CONFIG/config.json,
+    /// then ~/.docker/config.json).
+    #[arg(long)]
+    registry_config: Option<PathBuf>,
+}
+
+impl RegistryFlags {
+    fn access(self) -> wasmlet_plugin_host::RegistryAccess {
+        wasmlet_plugin_host::RegistryAccess {
+            insecure: self.insecure,
+            registry_config: self.registry_config,
+        }
+    }
 }
 
 /// `--world`: one of the plugin worlds.
@@ -335,6 +387,53 @@ fn main() -> anyhow::Result<()> {
         } => {
             let result = wasmlet_plugin_host::test_plugin(&file, &fixture, &config, &grant_dirs)?;
             println!("{}", serde_json::to_string_pretty(&result)?);
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Push {
+                    file,
+                    reference,
+                    registry,
+                },
+        } => {
+            let report = wasmlet_plugin_host::push_plugin(&file, &reference, &registry.access())?;
+            println!("{report}");
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Pull {
+                    reference,
+                    out,
+                    key,
+                    registry,
+                },
+        } => {
+            let pulled = wasmlet_plugin_host::pull_plugin(
+                &reference,
+                out.as_deref(),
+                key.as_deref(),
+                &registry.access(),
+            )?;
+            println!(
+                "pulled {reference}\n  digest: {}\n  sha256: {}\n  written to {}",
+                pulled.digest,
+                pulled.sha256,
+                pulled.file.display()
+            );
+            Ok(())
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Sign {
+                    reference,
+                    key,
+                    registry,
+                },
+        } => {
+            let report = wasmlet_plugin_host::sign_plugin(&reference, &key, &registry.access())?;
+            println!("{report}");
             Ok(())
         }
         Command::Get { server, .. } => {

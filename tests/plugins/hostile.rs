@@ -310,6 +310,7 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline_in_every_world() {
         let spec = PluginSpec {
             name: "sleeper".into(),
             world: World::EvictionPolicy,
+            source: wasmlet_plugin_host::PluginSource::File(path.clone()),
             path,
             sha256: None,
             limits: Limits {

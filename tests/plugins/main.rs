@@ -10,6 +10,7 @@ mod faults;
 mod hooks;
 mod hostile;
 mod metrics;
+mod oci;
 mod probe;
 mod swap;
 mod wasi;

@@ -114,6 +114,34 @@ impl DirectoryGrant {
     }
 }
 
+/// Where a plugin's component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginSource {
+    /// A `.wasm` file on the node, watched for changes.
+    File(PathBuf),
+    /// An artifact in an OCI registry, pulled into the node's content-addressed store.
+    Oci(OciSource),
+}
+
+/// An `oci://` plugin: the reference and how to reach and trust it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciSource {
+    /// `registry[:port]/repository` with a tag or a digest.
+    pub reference: crate::oci::OciReference,
+    /// Plain HTTP to a registry that is not on loopback (loopback registries always may).
+    pub insecure: bool,
+    /// How often a tag is resolved again (digests never change).
+    pub poll_period: std::time::Duration,
+    /// A PEM public key whose cosign-compatible signature every version must carry.
+    pub public_key: Option<PathBuf>,
+    /// A docker-style `config.json` with the registry's credentials (default:
+    /// `$DOCKER_CONFIG/config.json`, then `/root/.docker/config.json`).
+    pub registry_config: Option<PathBuf>,
+}
+
+/// How often a tag is resolved when the config does not say.
+pub const DEFAULT_POLL_PERIOD: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// One configured plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginSpec {
@@ -121,8 +149,11 @@ pub struct PluginSpec {
     pub name: String,
     /// The world the component must implement.
     pub world: World,
-    /// The component, made absolute against the config file's directory.
+    /// The component, made absolute against the config file's directory; for an OCI plugin,
+    /// the `oci://` reference as written.
     pub path: PathBuf,
+    /// The component's file, or its OCI reference.
+    pub source: PluginSource,
     /// Optional pin: a component with another hash is refused.
     pub sha256: Option<String>,
     /// Deadline, memory cap and fuel of each call.
@@ -152,6 +183,20 @@ struct RawSpec {
     shadow: bool,
     #[serde(default)]
     capabilities: Capabilities,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    poll_period: Option<String>,
+    #[serde(default)]
+    verify: Option<RawVerify>,
+    #[serde(default)]
+    registry_config: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawVerify {
+    public_key: PathBuf,
 }
 
 #[derive(Deserialize)]
@@ -273,10 +318,70 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 return Err(error(place("sha256"), "must be 64 hex digits".into()));
             }
         }
-        let path = if spec.path.is_relative() {
-            base.join(&spec.path)
-        } else {
-            spec.path
+        let absolute = |path: PathBuf| {
+            if path.is_relative() {
+                base.join(path)
+            } else {
+                path
+            }
+        };
+        let oci_only = |field: &str| {
+            error(
+                place(field),
+                "applies only to a plugin whose path is oci://".into(),
+            )
+        };
+        let (path, source) = match spec.path.to_str().and_then(|p| p.strip_prefix("oci://")) {
+            Some(text) => {
+                let reference = crate::oci::OciReference::parse(text)
+                    .map_err(|e| error(place("path"), e.to_string()))?;
+                let poll_period = match &spec.poll_period {
+                    None => DEFAULT_POLL_PERIOD,
+                    Some(_) if reference.tag().is_none() => {
+                        return Err(error(
+                            place("pollPeriod"),
+                            "a digest reference never changes: pollPeriod applies to tags only"
+                                .into(),
+                        ))
+                    }
+                    Some(text) => match humantime::parse_duration(text) {
+                        Ok(period) if period >= std::time::Duration::from_millis(100) => period,
+                        Ok(_) => {
+                            return Err(error(place("pollPeriod"), "must be at least 100ms".into()))
+                        }
+                        Err(e) => {
+                            return Err(error(
+                                place("pollPeriod"),
+                                format!("{text:?} is not a duration like 30s or 5m: {e}"),
+                            ))
+                        }
+                    },
+                };
+                let source = OciSource {
+                    reference,
+                    insecure: spec.insecure,
+                    poll_period,
+                    public_key: spec.verify.map(|v| absolute(v.public_key)),
+                    registry_config: spec.registry_config.map(absolute),
+                };
+                (spec.path, PluginSource::Oci(source))
+            }
+            None => {
+                if spec.insecure {
+                    return Err(oci_only("insecure"));
+                }
+                if spec.poll_period.is_some() {
+                    return Err(oci_only("pollPeriod"));
+                }
+                if spec.verify.is_some() {
+                    return Err(oci_only("verify"));
+                }
+                if spec.registry_config.is_some() {
+                    return Err(oci_only("registryConfig"));
+                }
+                let path = absolute(spec.path);
+                (path.clone(), PluginSource::File(path))
+            }
         };
         let mut capabilities = spec.capabilities;
         for (i, grant) in capabilities.directories.iter_mut().enumerate() {
@@ -310,6 +415,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
             name: spec.name,
             world: spec.world,
             path,
+            source,
             sha256: spec.sha256.map(|s| s.to_lowercase()),
             limits,
             config_json: spec
@@ -475,5 +581,56 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.place, "plugins[0] (g).shadow");
+    }
+
+    #[test]
+    fn oci_paths_parse_into_sources() {
+        let text = |entry: &str| {
+            format!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: eviction-policy\n{entry}"
+            )
+        };
+        let specs = parse(
+            Path::new(FILE),
+            &text("  path: oci://registry.example:5000/plugins/evict:v2\n  pollPeriod: 30s\n  insecure: true\n  verify: {publicKey: keys/cosign.pub}\n  registryConfig: /etc/wasmlet/docker.json\n"),
+        )
+        .unwrap();
+        let PluginSource::Oci(source) = &specs[0].source else {
+            panic!("not an OCI source: {:?}", specs[0].source)
+        };
+        assert_eq!(source.reference.registry(), "registry.example:5000");
+        assert_eq!(source.reference.tag(), Some("v2"));
+        assert_eq!(source.poll_period, std::time::Duration::from_secs(30));
+        assert!(source.insecure);
+        assert_eq!(
+            source.public_key.as_deref(),
+            Some(Path::new("/etc/wasmlet/keys/cosign.pub"))
+        );
+        assert_eq!(
+            specs[0].path,
+            Path::new("oci://registry.example:5000/plugins/evict:v2")
+        );
+        let specs = parse(Path::new(FILE), &text("  path: oci://r.example/p:v1\n")).unwrap();
+        let PluginSource::Oci(source) = &specs[0].source else {
+            panic!()
+        };
+        assert_eq!(source.poll_period, DEFAULT_POLL_PERIOD);
+        assert!(!source.insecure && source.public_key.is_none());
+
+        let err = |entry: &str| parse(Path::new(FILE), &text(entry)).unwrap_err();
+        let e = err("  path: oci://plugins/evict:v1\n");
+        assert_eq!(e.place, "plugins[0] (p).path");
+        assert!(e.message.contains("name the registry"), "{e}");
+        let digest = format!("oci://r.example/p@sha256:{}", "a".repeat(64));
+        let e = err(&format!("  path: {digest}\n  pollPeriod: 1m\n"));
+        assert_eq!(e.place, "plugins[0] (p).pollPeriod");
+        let e = err("  path: oci://r.example/p:v1\n  pollPeriod: soon\n");
+        assert!(e.message.contains("not a duration"), "{e}");
+        let e = err("  path: a.wasm\n  insecure: true\n");
+        assert_eq!(e.place, "plugins[0] (p).insecure");
+        let e = err("  path: a.wasm\n  verify: {publicKey: k.pub}\n");
+        assert_eq!(e.place, "plugins[0] (p).verify");
+        let e = err("  path: oci://r.example/p:v1\n  verify: {key: k.pub}\n");
+        assert!(e.message.contains("unknown field `key`"), "{e}");
     }
 }

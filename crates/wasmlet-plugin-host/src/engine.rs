@@ -220,6 +220,14 @@ impl PluginEngine {
         futures_executor::block_on(tokio::time::timeout(left, future)).ok()
     }
 
+    /// Runs a registry request (`oci`) to completion on this thread, its I/O driven by the
+    /// engine's runtime; `None` only when the runtime is gone. Blocks: call it off the async
+    /// executor, as plugin loads are.
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> Option<F::Output> {
+        let runtime = self.runtime.0.as_ref()?;
+        Some(runtime.handle().block_on(future))
+    }
+
     /// Marks a call in progress until the guard drops, so epoch deadlines fire.
     pub(crate) fn begin_call(&self) -> CallGuard {
         if self.ticker.active_calls.fetch_add(1, Ordering::AcqRel) == 0 {

@@ -12,11 +12,13 @@ mod bindings;
 mod cap;
 mod config;
 mod decisions;
+mod distribute;
 mod engine;
 mod error;
 mod instance;
 mod limiter;
 mod metrics;
+mod oci;
 mod project;
 mod records;
 mod registry;
@@ -24,11 +26,16 @@ mod state;
 mod tool;
 mod wasi;
 
-pub use config::{Capabilities, DirectoryGrant, Limits, PluginConfigError, PluginSpec, World};
+pub use config::{
+    Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,
+    World, DEFAULT_POLL_PERIOD,
+};
 pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
+pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};
 pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
 pub use error::{LoadError, PluginError};
 pub use instance::{Fault, LoadedPlugin};
+pub use oci::{OciError, OciReference, ReferenceError};
 pub use project::{build_project, new_plugin, BuildOptions, Built, Lang, Project};
 pub use records::{
     AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,

@@ -147,6 +147,30 @@ struct SwapLabels {
     result: &'static str,
 }
 
+/// What asking a registry for an `oci://` plugin came to, the `result` label of
+/// `wasmlet_plugin_pulls_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PullResult {
+    /// A new version was pulled (or found in the store) and offered for validation.
+    Pulled,
+    /// The registry could not be reached; the last version that served (if any) stays.
+    Unreachable,
+    /// The registry answered with something refused: not found, denied, a digest mismatch,
+    /// not a wasm artifact, or no valid signature.
+    Refused,
+}
+
+impl PullResult {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pulled => "pulled",
+            Self::Unreachable => "unreachable",
+            Self::Refused => "refused",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct InfoLabels {
     plugin: String,
@@ -172,6 +196,7 @@ pub(crate) struct PluginMetrics {
     durations: DurationFamily,
     faults: Family<FaultLabels, Counter>,
     swaps: Family<SwapLabels, Counter>,
+    pulls: Family<SwapLabels, Counter>,
 }
 
 impl Default for PluginMetrics {
@@ -181,6 +206,7 @@ impl Default for PluginMetrics {
             durations: Family::new_with_constructor(call_histogram),
             faults: Family::default(),
             swaps: Family::default(),
+            pulls: Family::default(),
         }
     }
 }
@@ -214,9 +240,11 @@ impl PluginMetrics {
                 result: SwapResult::Swapped.as_str(),
             }),
             rejected: self.swaps.get_or_create_owned(&SwapLabels {
-                plugin,
+                plugin: plugin.clone(),
                 result: SwapResult::Rejected.as_str(),
             }),
+            pulls: self.pulls.clone(),
+            plugin,
         }
     }
 
@@ -247,6 +275,11 @@ impl PluginMetrics {
             "Plugin versions swapped in or rejected, by plugin",
             self.swaps.clone(),
         );
+        registry.register(
+            "plugin_pulls",
+            "Registry requests for oci:// plugins, by plugin and result (pulled, unreachable, refused)",
+            self.pulls.clone(),
+        );
         registry.register_collector(Box::new(InfoCollector { slots }));
     }
 }
@@ -258,6 +291,9 @@ pub(crate) struct SlotMetrics {
     faults: [Counter; 8],
     swapped: Counter,
     rejected: Counter,
+    /// Created on first use: only `oci://` plugins pull.
+    pulls: Family<SwapLabels, Counter>,
+    plugin: String,
 }
 
 impl SlotMetrics {
@@ -279,6 +315,16 @@ impl SlotMetrics {
             SwapResult::Swapped => self.swapped.inc(),
             SwapResult::Rejected => self.rejected.inc(),
         };
+    }
+
+    /// Counts one request of a registry for an `oci://` plugin.
+    pub(crate) fn pull(&self, result: PullResult) {
+        self.pulls
+            .get_or_create(&SwapLabels {
+                plugin: self.plugin.clone(),
+                result: result.as_str(),
+            })
+            .inc();
     }
 }
 

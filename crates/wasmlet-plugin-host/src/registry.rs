@@ -3,7 +3,9 @@
 //! validated off the hot path, then swapped in atomically; calls in flight finish on the old
 //! version; a version that fails validation never replaces a working one.
 
-use crate::config::{self, PluginSpec, World};
+mod pull;
+
+use crate::config::{self, PluginSource, PluginSpec, World};
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{Fault, LoadedPlugin};
 use crate::metrics::{CallResult, PluginMetrics, SlotMetrics, SwapResult};
@@ -68,10 +70,12 @@ pub struct PluginSlot {
     current: ArcSwapOption<LoadedPlugin>,
     stats: Mutex<Stats>,
     metrics: SlotMetrics,
+    /// What the registry said last, for `oci://` plugins.
+    oci: Mutex<pull::OciState>,
 }
 
 /// A time as the API server writes one (`metav1.Time`'s RFC 3339), as `/pods` shows times.
-fn rfc3339(at: SystemTime) -> String {
+pub(crate) fn rfc3339(at: SystemTime) -> String {
     let nanos = at
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
@@ -99,6 +103,7 @@ impl PluginSlot {
                 last_rejected: None,
                 latencies: VecDeque::with_capacity(LATENCY_SAMPLES),
             }),
+            oci: Mutex::new(pull::OciState::default()),
         }
     }
 
@@ -202,6 +207,7 @@ impl PluginSlot {
             "limits": {"deadlineMs": spec.limits.deadline_ms, "memoryMiB": spec.limits.memory_mib, "fuel": spec.limits.fuel},
             "lastFault": stats.last_fault,
             "lastRejected": stats.last_rejected,
+            "oci": matches!(spec.source, PluginSource::Oci(_)).then(|| self.oci_report()),
         })
     }
 }
@@ -215,11 +221,37 @@ pub struct PluginRegistry {
     metrics: PluginMetrics,
     config_error: Mutex<Option<String>>,
     reload_lock: Mutex<()>,
+    /// Where `oci://` plugins are kept; none without a root directory.
+    oci_store: Option<crate::oci::Store>,
 }
 
 impl PluginRegistry {
     /// A registry serving `config_file` (none: every world uses its built-in default).
+    /// Without a root directory there is no store for `oci://` plugins: they are refused
+    /// (see [`PluginRegistry::with_root_dir`]).
     pub fn new(engine: PluginEngine, config_file: Option<PathBuf>) -> Arc<Self> {
+        Self::build(engine, config_file, None)
+    }
+
+    /// A registry serving `config_file` whose `oci://` plugins are pulled into
+    /// `<root_dir>/plugins/oci` (the node's root directory), tags polled by a thread of its
+    /// own that ends with the registry.
+    pub fn with_root_dir(
+        engine: PluginEngine,
+        config_file: Option<PathBuf>,
+        root_dir: &Path,
+    ) -> Arc<Self> {
+        let store = crate::oci::Store::new(root_dir.join("plugins/oci"));
+        let registry = Self::build(engine, config_file, Some(store));
+        pull::start_poller(&registry);
+        registry
+    }
+
+    fn build(
+        engine: PluginEngine,
+        config_file: Option<PathBuf>,
+        oci_store: Option<crate::oci::Store>,
+    ) -> Arc<Self> {
         let registry = Arc::new(Self {
             engine,
             config_file,
@@ -227,6 +259,7 @@ impl PluginRegistry {
             metrics: PluginMetrics::default(),
             config_error: Mutex::new(None),
             reload_lock: Mutex::new(()),
+            oci_store,
         });
         registry.reload();
         registry
@@ -322,15 +355,28 @@ impl PluginRegistry {
     }
 
     fn refresh(&self, slot: &PluginSlot, spec: PluginSpec) {
-        let bytes = match std::fs::read(&spec.path) {
+        let path = match &spec.source {
+            PluginSource::File(path) => path.clone(),
+            PluginSource::Oci(source) => {
+                let source = source.clone();
+                return self.refresh_oci(slot, spec, &source, false);
+            }
+        };
+        let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) => {
-                slot.reject("", format!("cannot read {}: {e}", spec.path.display()));
+                slot.reject("", format!("cannot read {}: {e}", path.display()));
                 *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec;
                 return;
             }
         };
-        let sha256 = sha256_hex(&bytes);
+        self.offer(slot, spec, &bytes, "");
+    }
+
+    /// Loads, validates and swaps in `bytes` for `spec`; `true` when they serve now (swapped
+    /// in, or already serving). `origin` prefixes a rejection's reason (an OCI manifest).
+    fn offer(&self, slot: &PluginSlot, spec: PluginSpec, bytes: &[u8], origin: &str) -> bool {
+        let sha256 = sha256_hex(bytes);
         let current = slot.current.load_full();
         let unchanged = current
             .as_ref()
@@ -343,21 +389,24 @@ impl PluginRegistry {
             && *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) == spec;
         *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec.clone();
         if unchanged || already_rejected {
-            return;
+            return unchanged;
         }
         if let Some(pin) = &spec.sha256 {
             if *pin != sha256 {
                 slot.reject(
                     &sha256,
-                    format!("sha256 {sha256} does not match the pinned {pin}"),
+                    format!("{origin}sha256 {sha256} does not match the pinned {pin}"),
                 );
-                return;
+                return false;
             }
         }
         let started = Instant::now();
-        let version = match LoadedPlugin::load(&self.engine, &spec, &bytes, &sha256) {
+        let version = match LoadedPlugin::load(&self.engine, &spec, bytes, &sha256) {
             Ok(version) => version,
-            Err(error) => return slot.reject(&sha256, error.to_string()),
+            Err(error) => {
+                slot.reject(&sha256, format!("{origin}{error}"));
+                return false;
+            }
         };
         let span = tracing::debug_span!(
             "plugin_call",
@@ -374,10 +423,12 @@ impl PluginRegistry {
             span.record("fault", fault.kind());
         }
         if let Err(fault) = validated {
-            return slot.reject(&sha256, format!("validation failed: {fault}"));
+            slot.reject(&sha256, format!("{origin}validation failed: {fault}"));
+            return false;
         }
         info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");
         slot.install(version);
+        true
     }
 
     /// The `/plugins` document.
@@ -406,9 +457,12 @@ impl PluginRegistry {
         let mut dirs: HashSet<PathBuf> = HashSet::new();
         dirs.insert(parent(&file));
         for slot in self.slots.load().iter() {
-            dirs.insert(parent(
-                &slot.spec.lock().unwrap_or_else(|p| p.into_inner()).path,
-            ));
+            // `oci://` plugins are polled (`pull`), not watched.
+            if let PluginSource::File(path) =
+                &slot.spec.lock().unwrap_or_else(|p| p.into_inner()).source
+            {
+                dirs.insert(parent(path));
+            }
         }
         for dir in &dirs {
             if let Err(error) = watcher.watch(dir, RecursiveMode::NonRecursive) {

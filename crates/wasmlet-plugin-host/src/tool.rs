@@ -35,6 +35,17 @@ pub enum ToolError {
         /// What is wrong there.
         message: String,
     },
+    /// A registry command (`plugin push`, `pull`, `sign`) that could not be done.
+    #[error("{reference}: {message}")]
+    Registry {
+        /// The `oci://` reference as given.
+        reference: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The registry could not be reached, or refused.
+    #[error(transparent)]
+    Oci(#[from] crate::oci::OciError),
     /// A `--grant-dir` flag that cannot be granted.
     #[error("--grant-dir {flag:?}: {message}")]
     Grant {
@@ -104,6 +115,7 @@ pub fn validate_plugin(
         name: "validate".into(),
         world,
         path: file.to_path_buf(),
+        source: crate::config::PluginSource::File(file.to_path_buf()),
         sha256: None,
         limits,
         config_json: config_json.to_string(),

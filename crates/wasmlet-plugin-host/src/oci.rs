@@ -1,0 +1,449 @@
+//! Plugins shipped through OCI registries: `oci://` references, the node's content-addressed
+//! store, pulls with every digest checked (manifest and component layer), pushes in the CNCF
+//! wasm artifact layout, and cosign-compatible key-pair signatures checked offline.
+//!
+//! The HTTP side is the ORAS project's `oci-client`; this module decides what is accepted.
+
+pub(crate) mod artifact;
+mod auth;
+pub(crate) mod cosign;
+mod reference;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use reference::{OciReference, ReferenceError};
+pub use store::Store;
+
+use base64::Engine as _;
+use cosign::Signature;
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::secrets::RegistryAuth;
+use std::path::Path;
+use std::time::Duration;
+use store::digest_of;
+
+/// Why an artifact could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The registry could not be reached (connection, timeout, 5xx): retried with back-off,
+    /// the version serving keeps serving.
+    #[error("{reference}: registry unreachable: {message}")]
+    Unreachable {
+        /// The reference.
+        reference: String,
+        /// The transport's words.
+        message: String,
+    },
+    /// The registry answered, and the answer is not acceptable (not found, denied, a digest
+    /// that does not match, not a wasm artifact, unsigned...).
+    #[error("{reference}: {message}")]
+    Refused {
+        /// The reference.
+        reference: String,
+        /// Why.
+        message: String,
+    },
+}
+
+impl OciError {
+    fn refused(reference: &OciReference, message: impl Into<String>) -> Self {
+        Self::Refused {
+            reference: reference.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether the registry was not reached (as opposed to refusing the artifact).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. })
+    }
+}
+
+fn not_found(error: &OciDistributionError) -> bool {
+    match error {
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound | OciErrorCode::NameUnknown
+            )
+        }),
+        OciDistributionError::ServerError { code, .. } => *code == 404,
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        _ => false,
+    }
+}
+
+/// A connection to the registry of one reference, with its credentials.
+pub struct Remote {
+    client: oci_client::Client,
+    auth: RegistryAuth,
+    reference: OciReference,
+}
+
+impl Remote {
+    /// A client for `reference`: HTTPS, or plain HTTP when the registry is on loopback or
+    /// `insecure`; credentials from `registry_config` (or the default docker config file).
+    pub fn new(
+        reference: &OciReference,
+        insecure: bool,
+        registry_config: Option<&Path>,
+    ) -> Result<Self, OciError> {
+        // reqwest is built without a default crypto provider: the workspace's is ring.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let protocol = if insecure || reference.is_loopback() {
+            oci_client::client::ClientProtocol::Http
+        } else {
+            oci_client::client::ClientProtocol::Https
+        };
+        let config = oci_client::client::ClientConfig {
+            protocol,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            platform_resolver: None,
+            user_agent: concat!("wasmlet/", env!("CARGO_PKG_VERSION")),
+            ..Default::default()
+        };
+        let client = oci_client::Client::try_from(config)
+            .map_err(|e| OciError::refused(reference, format!("cannot build a client: {e}")))?;
+        let auth = auth::credentials(reference.registry(), registry_config)
+            .map_err(|e| OciError::refused(reference, e))?;
+        Ok(Self {
+            client,
+            auth,
+            reference: reference.clone(),
+        })
+    }
+
+    fn error(&self, doing: &str, error: OciDistributionError) -> OciError {
+        let message = format!("{doing}: {error}");
+        let unreachable = match &error {
+            OciDistributionError::RequestError(_) => true,
+            OciDistributionError::ServerError { code, .. } => *code >= 500 || *code == 429,
+            OciDistributionError::RegistryError { envelope, .. } => envelope
+                .errors
+                .iter()
+                .any(|e| e.code == OciErrorCode::Toomanyrequests),
+            _ => false,
+        };
+        if unreachable {
+            OciError::Unreachable {
+                reference: self.reference.to_string(),
+                message,
+            }
+        } else {
+            OciError::refused(&self.reference, message)
+        }
+    }
+
+    async fn login(&self) {
+        self.client
+            .store_auth_if_needed(self.reference.registry(), &self.auth)
+            .await;
+    }
+
+    /// The manifest digest the reference's tag points to now (a digest reference: itself).
+    pub async fn resolve(&self) -> Result<String, OciError> {
+        if let Some(digest) = self.reference.digest() {
+            return Ok(digest.to_string());
+        }
+        let digest = self
+            .client
+            .fetch_manifest_digest(&self.reference.client_reference(), &self.auth)
+            .await
+            .map_err(|e| self.error("resolving the tag", e))?;
+        match digest.strip_prefix("sha256:") {
+            Some(hex) if hex.len() == 64 => Ok(digest),
+            _ => Err(OciError::refused(
+                &self.reference,
+                format!("the registry answered the digest {digest:?}, not sha256:<hex>"),
+            )),
+        }
+    }
+
+    /// The manifest `digest`'s bytes, checked against the digest.
+    async fn manifest(&self, digest: &str) -> Result<Vec<u8>, OciError> {
+        self.login().await;
+        let (body, _) = self
+            .client
+            .pull_manifest_raw(
+                &self.reference.at_digest(digest).client_reference(),
+                &self.auth,
+                &[
+                    artifact::MANIFEST_MEDIA_TYPE,
+                    artifact::DOCKER_MANIFEST_MEDIA_TYPE,
+                ],
+            )
+            .await
+            .map_err(|e| self.error(&format!("pulling the manifest {digest}"), e))?;
+        let actual = digest_of(&body);
+        if actual != digest {
+            return Err(OciError::refused(
+                &self.reference,
+                format!("digest mismatch: the registry sent a manifest with digest {actual} for {digest}"),
+            ));
+        }
+        Ok(body.to_vec())
+    }
+
+    /// A blob of the repository, checked against its digest and size limit.
+    async fn blob(&self, digest: &str, size: i64, limit: u64) -> Result<Vec<u8>, OciError> {
+        if size < 0 || size as u64 > limit {
+            return Err(OciError::refused(
+                &self.reference,
+                format!("the blob {digest} is {size} bytes, over the limit of {limit}"),
+            ));
+        }
+        let descriptor = oci_client::manifest::OciDescriptor {
+            digest: digest.to_string(),
+            size,
+            ..Default::default()
+        };
+        let mut bytes = Vec::with_capacity(size as usize);
+        self.client
+            .pull_blob(&self.reference.client_reference(), &descriptor, &mut bytes)
+            .await
+            .map_err(|e| {
+                if matches!(e, OciDistributionError::DigestError(_)) {
+                    OciError::refused(
+                        &self.reference,
+                        format!("digest mismatch: the registry sent other bytes for the blob {digest}: {e}"),
+                    )
+                } else {
+                    self.error(&format!("pulling the blob {digest}"), e)
+                }
+            })?;
+        let actual = digest_of(&bytes);
+        if actual != digest {
+            return Err(OciError::refused(
+                &self.reference,
+                format!(
+                    "digest mismatch: the registry sent a blob with digest {actual} for {digest}"
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The signatures cosign stored for the manifest `digest` (none when it has none).
+    pub async fn signatures(&self, digest: &str) -> Result<Vec<Signature>, OciError> {
+        self.login().await;
+        let tag = cosign::signature_tag(digest);
+        let image = self.reference.at_tag(&tag).client_reference();
+        let body = match self
+            .client
+            .pull_manifest_raw(
+                &image,
+                &self.auth,
+                &[
+                    artifact::MANIFEST_MEDIA_TYPE,
+                    artifact::DOCKER_MANIFEST_MEDIA_TYPE,
+                ],
+            )
+            .await
+        {
+            Ok((body, _)) => body,
+            Err(e) if not_found(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(self.error(&format!("pulling the signatures {tag}"), e)),
+        };
+        let manifest = artifact::Manifest::parse(&body)
+            .map_err(|e| OciError::refused(&self.reference, format!("signatures {tag}: {e}")))?;
+        let mut signatures = Vec::new();
+        for layer in manifest
+            .layers
+            .iter()
+            .filter(|l| l.media_type == cosign::SIMPLE_SIGNING_MEDIA_TYPE)
+        {
+            let Some(signature) = layer
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(cosign::SIGNATURE_ANNOTATION))
+            else {
+                continue;
+            };
+            let payload = self.blob(&layer.digest, layer.size, 1 << 20).await?;
+            signatures.push(Signature {
+                payload: base64::engine::general_purpose::STANDARD.encode(payload),
+                signature: signature.clone(),
+            });
+        }
+        Ok(signatures)
+    }
+
+    /// Pushes `wasm` (with its config) as a wasm artifact to the reference's tag; returns the
+    /// manifest digest.
+    pub async fn push(&self, wasm: &[u8], config: &[u8]) -> Result<String, OciError> {
+        if self.reference.digest().is_some() {
+            return Err(OciError::refused(
+                &self.reference,
+                "push to a tag, not a digest",
+            ));
+        }
+        self.login().await;
+        let image = self.reference.client_reference();
+        let manifest = artifact::manifest(config, wasm);
+        for blob in [config, wasm] {
+            self.client
+                .push_blob(&image, blob.to_vec(), &digest_of(blob))
+                .await
+                .map_err(|e| self.error("pushing a blob", e))?;
+        }
+        self.push_manifest(&image, manifest).await
+    }
+
+    async fn push_manifest(
+        &self,
+        image: &oci_client::Reference,
+        manifest: Vec<u8>,
+    ) -> Result<String, OciError> {
+        let digest = digest_of(&manifest);
+        self.client
+            .push_manifest_raw(
+                image,
+                manifest,
+                http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE),
+            )
+            .await
+            .map_err(|e| self.error("pushing the manifest", e))?;
+        Ok(digest)
+    }
+
+    /// Adds a signature by `private_key_pem` of the manifest `digest` to the signatures cosign
+    /// would find (`sha256-<hex>.sig`), keeping those already there.
+    pub async fn sign(&self, digest: &str, private_key_pem: &str) -> Result<String, OciError> {
+        self.login().await;
+        let payload = cosign::payload(&self.reference.repository_name(), digest);
+        let signature = cosign::sign(private_key_pem, &payload)
+            .map_err(|e| OciError::refused(&self.reference, e))?;
+        let tag = cosign::signature_tag(digest);
+        let image = self.reference.at_tag(&tag).client_reference();
+        let mut layers: Vec<serde_json::Value> = match self
+            .client
+            .pull_manifest_raw(&image, &self.auth, &[artifact::MANIFEST_MEDIA_TYPE])
+            .await
+        {
+            Ok((body, _)) => serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|m| m.get("layers").and_then(|l| l.as_array()).cloned())
+                .unwrap_or_default(),
+            Err(e) if not_found(&e) => Vec::new(),
+            Err(e) => return Err(self.error(&format!("pulling the signatures {tag}"), e)),
+        };
+        let payload_digest = digest_of(&payload);
+        self.client
+            .push_blob(&image, payload.clone(), &payload_digest)
+            .await
+            .map_err(|e| self.error("pushing the signature payload", e))?;
+        layers.retain(|l| {
+            l["annotations"][cosign::SIGNATURE_ANNOTATION].as_str() != Some(signature.as_str())
+        });
+        layers.push(serde_json::json!({
+            "mediaType": cosign::SIMPLE_SIGNING_MEDIA_TYPE,
+            "digest": payload_digest,
+            "size": payload.len(),
+            "annotations": {cosign::SIGNATURE_ANNOTATION: signature},
+        }));
+        let diff_ids: Vec<&serde_json::Value> = layers.iter().map(|l| &l["digest"]).collect();
+        let config = serde_json::to_vec(&serde_json::json!({
+            "architecture": "",
+            "os": "",
+            "config": {},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        }))
+        .unwrap_or_default();
+        let config_digest = digest_of(&config);
+        self.client
+            .push_blob(&image, config.clone(), &config_digest)
+            .await
+            .map_err(|e| self.error("pushing the signature config", e))?;
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": artifact::MANIFEST_MEDIA_TYPE,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": config.len()},
+            "layers": layers,
+        }))
+        .unwrap_or_default();
+        self.push_manifest(&image, manifest).await?;
+        Ok(tag)
+    }
+
+    /// The manifest `digest` and its component, pulled, each checked against its digest.
+    pub async fn pull(&self, digest: &str) -> Result<(Vec<u8>, Vec<u8>), OciError> {
+        let manifest_bytes = self.manifest(digest).await?;
+        let manifest = artifact::Manifest::parse(&manifest_bytes)
+            .map_err(|e| OciError::refused(&self.reference, e))?;
+        let layer = manifest
+            .wasm_layer()
+            .map_err(|e| OciError::refused(&self.reference, e))?;
+        let wasm = self
+            .blob(&layer.digest, layer.size, artifact::MAX_LAYER_BYTES)
+            .await?;
+        Ok((manifest_bytes, wasm))
+    }
+
+    /// The component of the manifest `digest`: from `store` when it holds the manifest and
+    /// layer, else pulled, checked and stored.
+    pub async fn fetch(&self, store: &Store, digest: &str) -> Result<Vec<u8>, OciError> {
+        if let Some(wasm) = from_store(store, &self.reference, digest)? {
+            return Ok(wasm);
+        }
+        let (manifest_bytes, wasm) = self.pull(digest).await?;
+        let local = |e: std::io::Error| {
+            OciError::refused(&self.reference, format!("cannot write the store: {e}"))
+        };
+        store.put_blob(&wasm).map_err(local)?;
+        store.put_blob(&manifest_bytes).map_err(local)?;
+        Ok(wasm)
+    }
+}
+
+/// The component of the manifest `digest` if `store` holds both (each checked against its
+/// digest as it is read).
+pub fn from_store(
+    store: &Store,
+    reference: &OciReference,
+    digest: &str,
+) -> Result<Option<Vec<u8>>, OciError> {
+    let Some(manifest_bytes) = store.blob(digest) else {
+        return Ok(None);
+    };
+    let manifest =
+        artifact::Manifest::parse(&manifest_bytes).map_err(|e| OciError::refused(reference, e))?;
+    let layer = manifest
+        .wasm_layer()
+        .map_err(|e| OciError::refused(reference, e))?;
+    Ok(store.blob(&layer.digest))
+}
+
+/// Checks the signatures of the manifest `digest` against the PEM public key at `key`: those
+/// the store keeps first, then (when `remote` is given and those do not pass) the registry's,
+/// which are kept when they pass.
+pub async fn check_signature(
+    remote: Option<&Remote>,
+    store: Option<&Store>,
+    reference: &OciReference,
+    digest: &str,
+    key: &Path,
+) -> Result<(), OciError> {
+    let pem = std::fs::read_to_string(key).map_err(|e| {
+        OciError::refused(
+            reference,
+            format!("verify.publicKey {}: {e}", key.display()),
+        )
+    })?;
+    let kept = store.map(|s| s.signatures(digest)).unwrap_or_default();
+    if !kept.is_empty() && cosign::verify(&pem, &kept, digest).is_ok() {
+        return Ok(());
+    }
+    let Some(remote) = remote else {
+        return cosign::verify(&pem, &kept, digest)
+            .map_err(|e| OciError::refused(reference, format!("signature refused: {e}")));
+    };
+    let found = remote.signatures(digest).await?;
+    cosign::verify(&pem, &found, digest)
+        .map_err(|e| OciError::refused(reference, format!("signature refused: {e}")))?;
+    if let Some(Err(e)) = store.map(|s| s.put_signatures(digest, &found)) {
+        tracing::warn!(%reference, error = %e, "cannot keep the checked signatures in the store");
+    }
+    Ok(())
+}
