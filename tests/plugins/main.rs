@@ -5,6 +5,7 @@
 mod admission;
 mod cache;
 mod conformance;
+mod contract;
 mod defaults;
 mod faults;
 mod hooks;

@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 const API_VERSION: &str = "wasmlet.dev/v1alpha1";
 const KIND: &str = "PluginConfiguration";
 
-/// The four plugin worlds of `wasmlet:plugin@0.1.0`.
+/// The `wasmlet:plugin` contract version this host serves (`wit/`); components built against an
+/// earlier 0.1.x link too (see `wit/README.md`).
+pub const CONTRACT_VERSION: &str = "0.1.1";
+
+/// The four plugin worlds of `wasmlet:plugin@0.1.1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {

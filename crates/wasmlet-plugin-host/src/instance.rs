@@ -85,6 +85,8 @@ pub struct LoadedPlugin {
     pub sha256: String,
     /// When it was loaded, for `/plugins`.
     pub loaded_at: SystemTime,
+    /// The `wasmlet:plugin` version it was built against (`0.1.0`), for `/plugins`.
+    pub contract: Option<String>,
     engine: PluginEngine,
     /// The engine the component was compiled for (metered when the limits name fuel).
     compiled_for: wasmtime::Engine,
@@ -127,6 +129,20 @@ pub(crate) fn detect_world(component: &Component) -> Option<World> {
         .find(|world| link(component, *world).is_ok())
 }
 
+/// The `wasmlet:plugin` contract version a component was built against, read from its
+/// imports (`wasmlet:plugin/host@0.1.0`): the host links every 0.1.x version at its own,
+/// so authors and operators see which one a component speaks.
+pub(crate) fn contract_version(component: &Component) -> Option<String> {
+    component
+        .component_type()
+        .imports(component.engine())
+        .find_map(|(name, _)| {
+            name.strip_prefix("wasmlet:plugin/")
+                .and_then(|rest| rest.split_once('@'))
+                .map(|(_, version)| version.to_string())
+        })
+}
+
 fn classify(error: wasmtime::Error, spec: &PluginSpec) -> Fault {
     if error.downcast_ref::<OverCap>().is_some() {
         return Fault::Memory(spec.limits.memory_mib);
@@ -164,6 +180,7 @@ impl LoadedPlugin {
             spec: spec.clone(),
             sha256: sha256.to_string(),
             loaded_at: SystemTime::now(),
+            contract: contract_version(&component),
             engine: engine.clone(),
             compiled_for: component.engine().clone(),
             pre,

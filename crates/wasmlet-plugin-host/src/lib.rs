@@ -1,5 +1,5 @@
 //! wasmlet's plugin host: policies as WebAssembly components (`wit/`, package
-//! `wasmlet:plugin@0.1.0`), run sandboxed under per-plugin limits, swapped on a live node, and
+//! `wasmlet:plugin@0.1.1`), run sandboxed under per-plugin limits, swapped on a live node, and
 //! backed by built-in defaults.
 //!
 //! This is the only crate of the workspace that depends on wasmtime. Its public API speaks the
@@ -28,7 +28,7 @@ mod wasi;
 
 pub use config::{
     Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,
-    World, DEFAULT_POLL_PERIOD,
+    World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
 };
 pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
 pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};

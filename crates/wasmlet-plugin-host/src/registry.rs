@@ -197,6 +197,7 @@ impl PluginSlot {
             "shadow": self.shadow,
             "path": spec.path,
             "sha256": current.as_ref().map(|v| v.sha256.clone()),
+            "contract": current.as_ref().and_then(|v| v.contract.clone()),
             "state": stats.state,
             "loadedAt": current.as_ref().map(|v| rfc3339(v.loaded_at)),
             "calls": stats.calls,

@@ -68,6 +68,11 @@ impl LogBudget {
             .is_ok()
     }
 
+    /// Whether an event would still be taken.
+    pub fn left(&self) -> bool {
+        self.0.load(Ordering::Acquire) > 0
+    }
+
     /// Gives the next call a fresh budget.
     pub fn reset(&self) {
         self.0.store(LOG_BUDGET, Ordering::Release);
@@ -244,6 +249,19 @@ impl host::Host for HostState {
             host::LogLevel::Warn => tracing::warn!(plugin, %fields, "{message}"),
             host::LogLevel::Error => tracing::error!(plugin, %fields, "{message}"),
         }
+    }
+
+    /// The same answer `log` acts on: the level passes the host's filter (the events come
+    /// from this module) and the call's budget is not spent.
+    fn log_enabled(&mut self, level: host::LogLevel) -> bool {
+        let enabled = match level {
+            host::LogLevel::Trace => tracing::enabled!(tracing::Level::TRACE),
+            host::LogLevel::Debug => tracing::enabled!(tracing::Level::DEBUG),
+            host::LogLevel::Info => tracing::enabled!(tracing::Level::INFO),
+            host::LogLevel::Warn => tracing::enabled!(tracing::Level::WARN),
+            host::LogLevel::Error => tracing::enabled!(tracing::Level::ERROR),
+        };
+        enabled && self.log_budget.left()
     }
 
     fn now_unix_ms(&mut self) -> u64 {

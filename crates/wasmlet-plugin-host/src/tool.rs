@@ -2,10 +2,10 @@
 //! configure and self-check under its limits) and `wasmlet plugin test` (run one decision on
 //! a snapshot file and print it beside the built-in default's).
 
-use crate::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World};
+use crate::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World, CONTRACT_VERSION};
 use crate::decisions::EvictionSnapshot;
 use crate::engine::{sha256_hex, PluginEngine};
-use crate::instance::{detect_world, LoadedPlugin};
+use crate::instance::{contract_version, detect_world, LoadedPlugin};
 use crate::records::PodMeta;
 use crate::registry::PluginRegistry;
 use serde::Deserialize;
@@ -106,10 +106,11 @@ pub fn validate_plugin(
         .load(file, &bytes, &sha256, limits.fuel.is_some())
         .map_err(|e| plugin_error(file, e.to_string()))?;
     let compiled = started.elapsed();
+    let contract = contract_version(&component).unwrap_or_else(|| "?".into());
     let world = match world {
         Some(world) => world,
         None => detect_world(&component)
-            .ok_or_else(|| plugin_error(file, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.0"))?,
+            .ok_or_else(|| plugin_error(file, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.1"))?,
     };
     let spec = PluginSpec {
         name: "validate".into(),
@@ -129,7 +130,7 @@ pub fn validate_plugin(
         .validate()
         .map_err(|fault| plugin_error(file, format!("world {}: {fault}", world.as_str())))?;
     Ok(format!(
-        "{}: ok\n  world: {} (wasmlet:plugin@0.1.0)\n  sha256: {sha256}\n  size: {} bytes, compiled in {:.1} ms\n  \
+        "{}: ok\n  world: {} (built against wasmlet:plugin@{contract}; this host serves {CONTRACT_VERSION})\n  sha256: {sha256}\n  size: {} bytes, compiled in {:.1} ms\n  \
          instantiate + configure + self-check: ok in {:.2} ms within deadlineMs {} and memoryMiB {}",
         file.display(),
         world.as_str(),

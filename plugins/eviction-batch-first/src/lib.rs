@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use wasmlet_plugin_sdk::defaults::eviction;
 use wasmlet_plugin_sdk::{
-    config, export, host, EvictionPolicy, NodeInfo, PodInfo, SignalObservation,
+    config, export, host, EvictionPolicy, LogLevel, NodeInfo, PodInfo, SignalObservation,
 };
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +62,15 @@ impl EvictionPolicy for BatchFirst {
             .partition(|&i| {
                 host::pod_label(i, &c.batch_label).as_deref() == Some(c.batch_value.as_str())
             });
+        // Fields are built only when the host would write them (host.log-enabled, 0.1.1).
+        if host::log_enabled(LogLevel::Debug) {
+            let (batch_pods, other_pods) = (batch.len().to_string(), rest.len().to_string());
+            host::log(
+                LogLevel::Debug,
+                "batch pods first",
+                &[("batch", &batch_pods), ("other", &other_pods)],
+            );
+        }
         Ok(batch.into_iter().chain(rest).collect())
     }
 }

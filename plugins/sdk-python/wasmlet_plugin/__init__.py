@@ -1,6 +1,6 @@
 """The Python SDK for wasmlet plugins.
 
-The records of the contract (wit/, package wasmlet:plugin@0.1.0) as dataclasses,
+The records of the contract (wit/, package wasmlet:plugin@0.1.1) as dataclasses,
 one base class per world (``wasmlet_plugin.eviction.EvictionPolicy``,
 ``wasmlet_plugin.probe.ProbeHandler``), the host's functions, config parsing,
 the packed pod layout decoded, and the upstream default ranking. A plugin

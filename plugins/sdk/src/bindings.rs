@@ -13,7 +13,7 @@
 pub mod eviction {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/eviction-policy@0.1.0",
+        world: "wasmlet:plugin/eviction-policy@0.1.1",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_eviction",
@@ -23,7 +23,7 @@ pub mod eviction {
 pub mod gc {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/gc-strategy@0.1.0",
+        world: "wasmlet:plugin/gc-strategy@0.1.1",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_gc",
@@ -33,7 +33,7 @@ pub mod gc {
 pub mod probe {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/probe-handler@0.1.0",
+        world: "wasmlet:plugin/probe-handler@0.1.1",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_probe",
@@ -43,7 +43,7 @@ pub mod probe {
 pub mod hooks {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/lifecycle-hooks@0.1.0",
+        world: "wasmlet:plugin/lifecycle-hooks@0.1.1",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_hooks",

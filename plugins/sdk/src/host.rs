@@ -18,6 +18,12 @@ pub fn log(level: LogLevel, message: &str, fields: &[(&str, &str)]) {
     imp::log(level, message, fields)
 }
 
+/// Whether the host would write an event at `level` (contract 0.1.1): ask before building
+/// an expensive message. Always true in native tests.
+pub fn log_enabled(level: LogLevel) -> bool {
+    imp::log_enabled(level)
+}
+
 /// [`log`] at debug level without fields.
 pub fn debug(message: &str) {
     log(LogLevel::Debug, message, &[])
@@ -73,19 +79,27 @@ mod imp {
     use crate::bindings::eviction::wasmlet::plugin::{host, pod_meta};
     use crate::types::LogLevel;
 
-    pub fn log(level: LogLevel, message: &str, fields: &[(&str, &str)]) {
-        let level = match level {
+    fn wit_level(level: LogLevel) -> host::LogLevel {
+        match level {
             LogLevel::Trace => host::LogLevel::Trace,
             LogLevel::Debug => host::LogLevel::Debug,
             LogLevel::Info => host::LogLevel::Info,
             LogLevel::Warn => host::LogLevel::Warn,
             LogLevel::Error => host::LogLevel::Error,
-        };
+        }
+    }
+
+    pub fn log(level: LogLevel, message: &str, fields: &[(&str, &str)]) {
+        let level = wit_level(level);
         let fields: Vec<(String, String)> = fields
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         host::log(level, message, &fields)
+    }
+
+    pub fn log_enabled(level: LogLevel) -> bool {
+        host::log_enabled(wit_level(level))
     }
 
     pub fn now_unix_ms() -> u64 {
@@ -124,6 +138,10 @@ mod imp {
 
     pub fn log(level: LogLevel, message: &str, fields: &[(&str, &str)]) {
         mock::log(level, message, fields)
+    }
+
+    pub fn log_enabled(_: LogLevel) -> bool {
+        true
     }
 
     pub fn now_unix_ms() -> u64 {

@@ -1,7 +1,7 @@
 //! Write wasmlet plugins as plain Rust.
 //!
 //! wasmlet is a Kubernetes kubelet whose policies are WebAssembly components
-//! (contract: `wit/`, package `wasmlet:plugin@0.1.0`). This crate hides the
+//! (contract: `wit/`, package `wasmlet:plugin@0.1.1`). This crate hides the
 //! component model: implement one trait, call [`export!`] once, build for
 //! `wasm32-wasip2`, and test the same code natively with `fixtures`.
 //!
