@@ -69,7 +69,7 @@ impl LogBudget {
     }
 
     /// Whether an event would still be taken.
-    pub fn left(&self) -> bool {
+    pub fn has_left(&self) -> bool {
         self.0.load(Ordering::Acquire) > 0
     }
 
@@ -261,7 +261,7 @@ impl host::Host for HostState {
             host::LogLevel::Warn => tracing::enabled!(tracing::Level::WARN),
             host::LogLevel::Error => tracing::enabled!(tracing::Level::ERROR),
         };
-        enabled && self.log_budget.left()
+        enabled && self.log_budget.has_left()
     }
 
     fn now_unix_ms(&mut self) -> u64 {

@@ -1,11 +1,26 @@
 use super::*;
 
-fn project_with(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
+/// A project directory named like a plugin (a temporary directory's own name is not a DNS
+/// label).
+struct TestProject {
+    _tmp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl TestProject {
+    fn path(&self) -> &Path {
+        &self.path
     }
-    dir
+}
+
+fn project_with(files: &[(&str, &str)]) -> TestProject {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("my-plugin");
+    std::fs::create_dir(&path).unwrap();
+    for (name, text) in files {
+        std::fs::write(path.join(name), text).unwrap();
+    }
+    TestProject { _tmp: tmp, path }
 }
 
 fn message(error: ToolError) -> String {
@@ -79,7 +94,7 @@ fn the_manifest_wins_and_flags_must_agree() {
 
 #[test]
 fn what_cannot_be_told_is_named() {
-    let empty = tempfile::tempdir().unwrap();
+    let empty = project_with(&[]);
     let err = message(Project::open(empty.path(), None, None).unwrap_err());
     assert!(err.contains("which language"), "{err}");
 
@@ -113,7 +128,7 @@ fn every_template_is_filled_and_opens_as_its_project() {
     for lang in Lang::ALL {
         for &world in lang.worlds() {
             let files = scaffold::project_files("my-plugin", world, lang, sdk);
-            let dir = tempfile::tempdir().unwrap();
+            let dir = project_with(&[]);
             for (name, text) in &files {
                 for placeholder in ["@NAME@", "@TYPE@", "@WORLD@", "@SDK@"] {
                     assert!(
