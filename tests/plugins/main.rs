@@ -12,6 +12,7 @@ mod hostile;
 mod metrics;
 mod oci;
 mod probe;
+mod rollout;
 mod swap;
 mod wasi;
 
