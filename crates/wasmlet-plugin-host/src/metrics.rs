@@ -431,6 +431,9 @@ impl Collector for InfoCollector {
     }
 }
 
+/// Reads one of a candidate's counts.
+type TrialValue = fn(&crate::registry::TrialProgress) -> u32;
+
 /// The progress of each candidate on trial, read from the slots at each scrape (a trial that
 /// ended leaves no series): `wasmlet_plugin_rollout_decisions`,
 /// `wasmlet_plugin_rollout_disagreements` and `wasmlet_plugin_rollout_shadow_cycles` (the
@@ -460,7 +463,7 @@ impl Collector for TrialCollector {
                 Some((labels, progress))
             })
             .collect();
-        let families: [(&str, &str, fn(&crate::registry::TrialProgress) -> u32); 3] = [
+        let families: [(&str, &str, TrialValue); 3] = [
             (
                 "plugin_rollout_decisions",
                 "Decisions the candidate version on trial has ranked so far",
