@@ -75,6 +75,7 @@ fn spec(path: PathBuf) -> PluginSpec {
         limits: Limits::default(),
         config_json: "{}".into(),
         shadow: false,
+        rollout: None,
         capabilities: Default::default(),
     }
 }

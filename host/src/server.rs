@@ -61,7 +61,8 @@ async fn node(State(state): State<ServerState>) -> Response {
 }
 
 /// The eviction decision log and the latest signal observations: why a pod was evicted,
-/// which plugin (and version) ranked it, and what a shadow plugin would have done.
+/// which plugin (and version) ranked it, what a shadow plugin would have done, and what a new
+/// plugin version on trial ranked.
 async fn evictions(State(state): State<ServerState>) -> Json<serde_json::Value> {
     Json(serde_json::json!({
         "observations": state.pressure.observations(),

@@ -319,6 +319,7 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline_in_every_world() {
             },
             config_json: format!(r#"{{"fault": "sleep", "in": "{export}", "sleepMs": 20000}}"#),
             shadow: false,
+            rollout: None,
             capabilities: Capabilities::default(),
         };
         let version = LoadedPlugin::load(&engine, &spec, &bytes, &sha256_hex(&bytes)).unwrap();

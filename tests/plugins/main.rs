@@ -13,6 +13,7 @@ mod hostile;
 mod metrics;
 mod oci;
 mod probe;
+mod rollout;
 mod swap;
 mod wasi;
 

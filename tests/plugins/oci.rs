@@ -439,3 +439,53 @@ fn credentials_come_from_a_docker_config_file() {
         .to_string();
     assert!(reason.to_lowercase().contains("authorized"), "{reason}");
 }
+
+#[test]
+fn a_moved_tag_with_a_rollout_is_tried_then_promoted() {
+    let Some(server) = TestRegistry::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let tag = server.reference("plugins/evict:fleet");
+    let old = wasm("eviction_default");
+    push(&old, &tag);
+    let registry = oci_registry(
+        dir.path(),
+        &root,
+        &entry(
+            "rolled",
+            &tag,
+            "  pollPeriod: 200ms\n  rollout: {shadowCycles: 2}\n",
+        ),
+    );
+    assert_eq!(serving_sha(&registry, "rolled"), Some(file_sha(&old)));
+
+    // The tag moves: the new version is pulled, validated and put on trial, not swapped in.
+    let new = wasm("eviction_batch_first");
+    let new_digest = push(&new, &tag);
+    wait_for("the new version to go on trial", || {
+        report_of(&registry, "rolled")["rollout"]["state"] == "trial"
+    });
+    let report = report_of(&registry, "rolled");
+    assert_eq!(report["rollout"]["digest"], new_digest.as_str(), "{report}");
+    assert_eq!(report["rollout"]["sha256"], file_sha(&new));
+    // Polls of the same tag leave the trial alone.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(report_of(&registry, "rolled")["rollout"]["state"], "trial");
+    assert_eq!(serving_sha(&registry, "rolled"), Some(file_sha(&old)));
+
+    // Two eviction decisions later it serves, and the store records the tag's new digest.
+    for _ in 0..2 {
+        registry.rank(&super::rollout::pods(false));
+    }
+    assert_eq!(serving_sha(&registry, "rolled"), Some(file_sha(&new)));
+    let report = report_of(&registry, "rolled");
+    assert_eq!(report["rollout"]["state"], "promoted", "{report}");
+    assert_eq!(report["oci"]["digest"], new_digest.as_str());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(report_of(&registry, "rolled")["swaps"], 2);
+    drop(server);
+    let restarted = oci_registry(&dir.path().join("b"), &root, &entry("rolled", &tag, ""));
+    assert_eq!(serving_sha(&restarted, "rolled"), Some(file_sha(&new)));
+}

@@ -146,6 +146,18 @@ pub struct OciSource {
 /// How often a tag is resolved when the config does not say.
 pub const DEFAULT_POLL_PERIOD: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// A staged rollout (`rollout:`): a new version of an eviction plugin first ranks beside the
+/// serving one, as its candidate, and is swapped in only when it earned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rollout {
+    /// Decisions the candidate must rank without a fault before it is promoted (at least 1).
+    pub shadow_cycles: u32,
+    /// Most decisions it may rank differently from the serving version; none: no limit.
+    #[serde(default)]
+    pub max_disagreements: Option<u32>,
+}
+
 /// One configured plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginSpec {
@@ -167,6 +179,9 @@ pub struct PluginSpec {
     /// An eviction plugin that ranks the same snapshots as the active one, for comparison
     /// only: its choices are logged and diffed, it never evicts.
     pub shadow: bool,
+    /// A new version runs as the serving one's candidate before it is swapped in (eviction
+    /// plugins only); none: a new version is swapped in once it validates.
+    pub rollout: Option<Rollout>,
     /// WASI grants; none by default.
     pub capabilities: Capabilities,
 }
@@ -185,6 +200,8 @@ struct RawSpec {
     config: Option<serde_json::Value>,
     #[serde(default)]
     shadow: bool,
+    #[serde(default)]
+    rollout: Option<Rollout>,
     #[serde(default)]
     capabilities: Capabilities,
     #[serde(default)]
@@ -286,6 +303,26 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 place("shadow"),
                 "only an eviction-policy plugin can run as a shadow".into(),
             ));
+        }
+        if let Some(rollout) = &spec.rollout {
+            if spec.world != World::EvictionPolicy {
+                return Err(error(
+                    place("rollout"),
+                    "only an eviction-policy plugin can be rolled out as a candidate".into(),
+                ));
+            }
+            if spec.shadow {
+                return Err(error(
+                    place("rollout"),
+                    "a shadow plugin decides nothing: its new versions need no rollout".into(),
+                ));
+            }
+            if rollout.shadow_cycles == 0 {
+                return Err(error(
+                    place("rollout.shadowCycles"),
+                    "must be at least 1".into(),
+                ));
+            }
         }
         // Eviction and GC ask the one plugin of their world; probe plugins are chosen by name
         // and every lifecycle-hooks plugin runs, so those worlds may have several.
@@ -426,6 +463,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 .config
                 .map_or_else(|| "{}".to_string(), |v| v.to_string()),
             shadow: spec.shadow,
+            rollout: spec.rollout,
             capabilities,
         });
     }
@@ -585,6 +623,58 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.place, "plugins[0] (g).shadow");
+    }
+
+    #[test]
+    fn rollout_is_for_serving_eviction_plugins_with_at_least_one_cycle() {
+        let text = |world: &str, extra: &str| {
+            format!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: {world}\n  path: a.wasm\n{extra}"
+            )
+        };
+        let specs = parse(
+            Path::new(FILE),
+            &text(
+                "eviction-policy",
+                "  rollout: {shadowCycles: 20, maxDisagreements: 2}\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            specs[0].rollout,
+            Some(Rollout {
+                shadow_cycles: 20,
+                max_disagreements: Some(2)
+            })
+        );
+        let specs = parse(
+            Path::new(FILE),
+            &text("eviction-policy", "  rollout: {shadowCycles: 1}\n"),
+        )
+        .unwrap();
+        assert_eq!(specs[0].rollout.and_then(|r| r.max_disagreements), None);
+        let err =
+            |world: &str, extra: &str| parse(Path::new(FILE), &text(world, extra)).unwrap_err();
+        let e = err("gc-strategy", "  rollout: {shadowCycles: 3}\n");
+        assert_eq!(e.place, "plugins[0] (p).rollout");
+        assert!(e.message.contains("only an eviction-policy plugin"), "{e}");
+        let e = err("eviction-policy", "  rollout: {shadowCycles: 0}\n");
+        assert_eq!(e.place, "plugins[0] (p).rollout.shadowCycles");
+        let e = err(
+            "eviction-policy",
+            "  shadow: true\n  rollout: {shadowCycles: 3}\n",
+        );
+        assert_eq!(e.place, "plugins[0] (p).rollout");
+        let e = err("eviction-policy", "  rollout: {maxDisagreements: 3}\n");
+        assert!(e.place.starts_with("plugins[0] (p).rollout"), "{e}");
+        assert!(e.message.contains("shadowCycles"), "{e}");
+        let e = err(
+            "eviction-policy",
+            "  rollout: {shadowCycles: 3, cycles: 4}\n",
+        );
+        assert!(e.message.contains("unknown field `cycles`"), "{e}");
+        let e = err("eviction-policy", "  rollout: {shadowCycles: -1}\n");
+        assert_eq!(e.place, "plugins[0] (p).rollout.shadowCycles");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::error::PluginError;
 use crate::instance::{Borrows, CallFuture, Fault, LoadedPlugin, WorldBindings};
 use crate::metrics::CallResult;
 use crate::records::{AdmissionPod, PodMeta, PodScope, ProbeOutcome, ProbeRequest, ProbeResult};
-use crate::registry::{PluginRegistry, PluginSlot};
+use crate::registry::{CandidateRank, PluginRegistry, PluginSlot};
 use crate::state::{CallMeta, HostState};
 use std::time::Instant;
 use wasmlet_policy_default as policy;
@@ -104,10 +104,21 @@ fn call_span(
     }
 }
 
-/// Runs `call` on the slot's serving version (inside the call's span), records the outcome,
-/// and returns the answer or why the built-in default must decide.
+/// Which version of a slot answers a call.
+enum Answerer {
+    /// The serving one; the outcome counts in the slot's calls, faults and state.
+    Serving,
+    /// A candidate on trial (`registry::rollout`): its outcome is the trial's to judge, and
+    /// never moves the serving version's counters or fails it.
+    Candidate(std::sync::Arc<LoadedPlugin>),
+}
+
+/// Runs `call` on the slot's serving version, or on `answerer`'s candidate (inside the call's
+/// span), records the outcome, and returns the answer or why the built-in default must decide.
+#[allow(clippy::too_many_arguments)]
 fn ask<'d, R>(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    answerer: Answerer,
     name: &'static str,
     pod: Option<&PodMeta>,
     meta: CallMeta,
@@ -122,8 +133,12 @@ fn ask<'d, R>(
     let Some(slot) = slot else {
         return Err(PluginError::NotConfigured);
     };
-    let Some(version) = slot.serving() else {
-        return Err(PluginError::NotServing(slot.name.clone()));
+    let (version, serving) = match answerer {
+        Answerer::Candidate(version) => (version, false),
+        Answerer::Serving => match slot.serving() {
+            Some(version) => (version, true),
+            None => return Err(PluginError::NotServing(slot.name.clone())),
+        },
     };
     let span = call_span(&slot, &version, name, pod);
     let _entered = span.enter();
@@ -133,7 +148,9 @@ fn ask<'d, R>(
         .and_then(|answer| answer.map_err(|reason| Fault::Error(cap::reason(reason))));
     let result = result.and_then(|answer| check(&answer).map(|()| answer));
     let fault = result.as_ref().err();
-    slot.record(&version, started.elapsed(), fault);
+    if serving {
+        slot.record(&version, started.elapsed(), fault);
+    }
     if !span.is_disabled() {
         span.record("result", CallResult::of(fault).as_str());
         if let Some(fault) = fault {
@@ -163,6 +180,7 @@ fn wrong_world() -> wasmtime::Error {
 /// answer, whatever it says. `Err` is why the plugin could not decide.
 fn rank_by(
     slot: Option<std::sync::Arc<PluginSlot>>,
+    answerer: Answerer,
     call: &'static str,
     snapshot: &EvictionSnapshot,
 ) -> Result<Decision, PluginError> {
@@ -177,6 +195,7 @@ fn rank_by(
     };
     let (order, decided_by) = ask(
         slot,
+        answerer,
         call,
         None,
         meta,
@@ -205,6 +224,22 @@ fn rank_by(
     })
 }
 
+/// A candidate version's ranking of `snapshot` (evictable pods only, as a decision), or why it
+/// gave none; its outcome is the trial's to judge (`registry::rollout`).
+pub(crate) fn rank_candidate(
+    slot: &std::sync::Arc<PluginSlot>,
+    version: std::sync::Arc<LoadedPlugin>,
+    snapshot: &EvictionSnapshot,
+) -> Result<Vec<u32>, PluginError> {
+    rank_by(
+        Some(slot.clone()),
+        Answerer::Candidate(version),
+        "rank-candidate",
+        snapshot,
+    )
+    .map(|decision| decision.order)
+}
+
 /// The input of an eviction ranking.
 #[derive(Debug, Clone, Default)]
 pub struct EvictionSnapshot {
@@ -220,8 +255,21 @@ pub struct EvictionSnapshot {
 
 impl PluginRegistry {
     /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
+    /// A candidate version on trial ranks the same snapshot too (see
+    /// [`PluginRegistry::rank_with_candidate`]).
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
-        match rank_by(self.slot(World::EvictionPolicy), "rank", snapshot) {
+        self.rank_with_candidate(snapshot).0
+    }
+
+    /// Ranks as [`PluginRegistry::rank`] and, when the eviction plugin has a new version on
+    /// trial (`rollout:`), ranks the same snapshot with it: one decision of its trial, which
+    /// may promote or refuse it. The second value is its answer, for the decision log.
+    pub fn rank_with_candidate(
+        &self,
+        snapshot: &EvictionSnapshot,
+    ) -> (Decision, Option<CandidateRank>) {
+        let slot = self.slot(World::EvictionPolicy);
+        let decision = match rank_by(slot.clone(), Answerer::Serving, "rank", snapshot) {
             Ok(decision) => decision,
             Err(error) => Decision {
                 order: policy::eviction::rank(&snapshot.pressure, &snapshot.pods),
@@ -229,7 +277,9 @@ impl PluginRegistry {
                     reason: error.to_string(),
                 },
             },
-        }
+        };
+        let candidate = slot.and_then(|slot| self.judge_candidate(&slot, snapshot, &decision));
+        (decision, candidate)
     }
 
     /// The shadow eviction plugin's ranking of the same snapshot, if one is configured; a
@@ -239,7 +289,12 @@ impl PluginRegistry {
         snapshot: &EvictionSnapshot,
     ) -> Option<Result<Decision, PluginError>> {
         let slot = self.shadow_slot(World::EvictionPolicy)?;
-        Some(rank_by(Some(slot), "rank-shadow", snapshot))
+        Some(rank_by(
+            Some(slot),
+            Answerer::Serving,
+            "rank-shadow",
+            snapshot,
+        ))
     }
 
     /// Plans image removals: indices into `images`, in order.
@@ -258,6 +313,7 @@ impl PluginRegistry {
         };
         let answer = ask(
             self.slot(World::GcStrategy),
+            Answerer::Serving,
             "plan-images",
             None,
             meta,
@@ -307,6 +363,7 @@ impl PluginRegistry {
         let wasm_dead: Vec<types::DeadContainer> = dead.iter().map(convert::dead).collect();
         let answer = ask(
             self.slot(World::GcStrategy),
+            Answerer::Serving,
             "plan-containers",
             None,
             CallMeta {
@@ -349,6 +406,7 @@ impl PluginRegistry {
         let request = convert::probe_request(request);
         let answer = ask(
             Some(slot),
+            Answerer::Serving,
             "check",
             None,
             CallMeta::default(),
@@ -388,6 +446,7 @@ impl PluginRegistry {
         for slot in self.slots_of(World::LifecycleHooks) {
             let answer = ask(
                 Some(slot),
+                Answerer::Serving,
                 "admit",
                 meta.first(),
                 CallMeta {
@@ -487,6 +546,7 @@ impl PluginRegistry {
             let plugin = slot.name.clone();
             let answer = ask(
                 Some(slot),
+                Answerer::Serving,
                 name,
                 meta.first(),
                 CallMeta {

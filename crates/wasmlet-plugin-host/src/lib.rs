@@ -28,7 +28,7 @@ mod wasi;
 
 pub use config::{
     Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,
-    World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
+    Rollout, World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
 };
 pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
 pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};
@@ -41,5 +41,7 @@ pub use records::{
     AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,
     ProbeOutcome, ProbeRequest, ProbeResult,
 };
-pub use registry::{PluginRegistry, PluginSlot, PluginState, Rejected, FAULTS_TO_FAIL};
+pub use registry::{
+    CandidateRank, PluginRegistry, PluginSlot, PluginState, Rejected, RolloutState, FAULTS_TO_FAIL,
+};
 pub use tool::{parse_grant, test_plugin, validate_plugin, ToolError};

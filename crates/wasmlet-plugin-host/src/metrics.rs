@@ -1,5 +1,5 @@
-//! The plugin series of `/metrics`: calls, their latency and faults, swaps, and which version
-//! of each plugin serves. No kubelet has these; issue 17 names them.
+//! The plugin series of `/metrics`: calls, their latency and faults, swaps, staged rollouts,
+//! and which version of each plugin serves. No kubelet has these; issues 17 and 19 name them.
 //!
 //! The families live in the [`crate::PluginRegistry`] from its creation and count whether or
 //! not anyone registered them, so the host may register them on its Prometheus registry at any
@@ -171,6 +171,39 @@ impl PullResult {
     }
 }
 
+/// What a staged rollout came to, the `result` label of `wasmlet_plugin_rollouts_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RolloutResult {
+    /// A new version validated and went on trial as the serving version's candidate.
+    Started,
+    /// The candidate ranked its decisions without a fault and within its disagreements: it
+    /// was swapped in.
+    Promoted,
+    /// The candidate faulted or disagreed too often: refused, the serving version stays.
+    Refused,
+    /// The trial ended without a verdict: a newer version replaced the candidate, the source
+    /// went back to the serving version, or the entry no longer asks for a rollout.
+    Withdrawn,
+}
+
+impl RolloutResult {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Promoted => "promoted",
+            Self::Refused => "refused",
+            Self::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TrialLabels {
+    plugin: String,
+    sha256: String,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct InfoLabels {
     plugin: String,
@@ -197,6 +230,7 @@ pub(crate) struct PluginMetrics {
     faults: Family<FaultLabels, Counter>,
     swaps: Family<SwapLabels, Counter>,
     pulls: Family<SwapLabels, Counter>,
+    rollouts: Family<SwapLabels, Counter>,
 }
 
 impl Default for PluginMetrics {
@@ -207,6 +241,7 @@ impl Default for PluginMetrics {
             faults: Family::default(),
             swaps: Family::default(),
             pulls: Family::default(),
+            rollouts: Family::default(),
         }
     }
 }
@@ -244,6 +279,7 @@ impl PluginMetrics {
                 result: SwapResult::Rejected.as_str(),
             }),
             pulls: self.pulls.clone(),
+            rollouts: self.rollouts.clone(),
             plugin,
         }
     }
@@ -280,7 +316,15 @@ impl PluginMetrics {
             "Registry requests for oci:// plugins, by plugin and result (pulled, unreachable, refused)",
             self.pulls.clone(),
         );
-        registry.register_collector(Box::new(InfoCollector { slots }));
+        registry.register(
+            "plugin_rollouts",
+            "Staged rollouts of eviction plugins, by plugin and result (started, promoted, refused, withdrawn)",
+            self.rollouts.clone(),
+        );
+        registry.register_collector(Box::new(InfoCollector {
+            slots: slots.clone(),
+        }));
+        registry.register_collector(Box::new(TrialCollector { slots }));
     }
 }
 
@@ -293,6 +337,8 @@ pub(crate) struct SlotMetrics {
     rejected: Counter,
     /// Created on first use: only `oci://` plugins pull.
     pulls: Family<SwapLabels, Counter>,
+    /// Created on first use: only plugins with `rollout:` have trials.
+    rollouts: Family<SwapLabels, Counter>,
     plugin: String,
 }
 
@@ -320,6 +366,16 @@ impl SlotMetrics {
     /// Counts one request of a registry for an `oci://` plugin.
     pub(crate) fn pull(&self, result: PullResult) {
         self.pulls
+            .get_or_create(&SwapLabels {
+                plugin: self.plugin.clone(),
+                result: result.as_str(),
+            })
+            .inc();
+    }
+
+    /// Counts a step of a staged rollout.
+    pub(crate) fn rollout(&self, result: RolloutResult) {
+        self.rollouts
             .get_or_create(&SwapLabels {
                 plugin: self.plugin.clone(),
                 result: result.as_str(),
@@ -370,6 +426,67 @@ impl Collector for InfoCollector {
                 state: state_label(&state, slot.shadow),
             };
             family.encode_family(&labels)?.encode_gauge(&1i64)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads one of a candidate's counts.
+type TrialValue = fn(&crate::registry::TrialProgress) -> u32;
+
+/// The progress of each candidate on trial, read from the slots at each scrape (a trial that
+/// ended leaves no series): `wasmlet_plugin_rollout_decisions`,
+/// `wasmlet_plugin_rollout_disagreements` and `wasmlet_plugin_rollout_shadow_cycles` (the
+/// decisions it needs), each `{plugin,sha256}` with the candidate's sha256.
+struct TrialCollector {
+    slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
+}
+
+impl std::fmt::Debug for TrialCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrialCollector").finish_non_exhaustive()
+    }
+}
+
+impl Collector for TrialCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let trials: Vec<(TrialLabels, crate::registry::TrialProgress)> = self
+            .slots
+            .load()
+            .iter()
+            .filter_map(|slot| {
+                let progress = slot.trial_progress()?;
+                let labels = TrialLabels {
+                    plugin: slot.name.clone(),
+                    sha256: progress.sha256.clone(),
+                };
+                Some((labels, progress))
+            })
+            .collect();
+        let families: [(&str, &str, TrialValue); 3] = [
+            (
+                "plugin_rollout_decisions",
+                "Decisions the candidate version on trial has ranked so far",
+                |p| p.decisions,
+            ),
+            (
+                "plugin_rollout_disagreements",
+                "Decisions the candidate version on trial ranked differently from the serving one",
+                |p| p.disagreements,
+            ),
+            (
+                "plugin_rollout_shadow_cycles",
+                "Decisions the candidate version on trial must rank before it is promoted",
+                |p| p.shadow_cycles,
+            ),
+        ];
+        for (name, help, value) in families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (labels, progress) in &trials {
+                family
+                    .encode_family(labels)?
+                    .encode_gauge(&i64::from(value(progress)))?;
+            }
         }
         Ok(())
     }

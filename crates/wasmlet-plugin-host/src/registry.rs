@@ -1,9 +1,15 @@
 //! The plugin registry: the configured plugins, the version of each that serves now, their
 //! counters, and hot swap. A change to the plugin config or to a `.wasm` file is compiled and
 //! validated off the hot path, then swapped in atomically; calls in flight finish on the old
-//! version; a version that fails validation never replaces a working one.
+//! version; a version that fails validation never replaces a working one. An eviction plugin
+//! with `rollout:` first tries a new version as the serving one's candidate (`rollout`).
 
 mod pull;
+mod rollout;
+
+use rollout::Offered;
+pub(crate) use rollout::TrialProgress;
+pub use rollout::{CandidateRank, RolloutState};
 
 use crate::config::{self, PluginSource, PluginSpec, World};
 use crate::engine::{sha256_hex, PluginEngine};
@@ -72,6 +78,8 @@ pub struct PluginSlot {
     metrics: SlotMetrics,
     /// What the registry said last, for `oci://` plugins.
     oci: Mutex<pull::OciState>,
+    /// The candidate on trial and the last trial, for plugins with `rollout:`.
+    rollout: Mutex<rollout::Rollouts>,
 }
 
 /// A time as the API server writes one (`metav1.Time`'s RFC 3339), as `/pods` shows times.
@@ -104,6 +112,7 @@ impl PluginSlot {
                 latencies: VecDeque::with_capacity(LATENCY_SAMPLES),
             }),
             oci: Mutex::new(pull::OciState::default()),
+            rollout: Mutex::new(rollout::Rollouts::default()),
         }
     }
 
@@ -154,8 +163,8 @@ impl PluginSlot {
         });
     }
 
-    fn install(&self, version: LoadedPlugin) {
-        let old = self.current.swap(Some(Arc::new(version)));
+    fn install(&self, version: Arc<LoadedPlugin>) {
+        let old = self.current.swap(Some(version));
         let new = self.current.load();
         let new_sha = new.as_ref().map(|v| v.sha256.as_str()).unwrap_or("");
         info!(plugin = %self.name, old_sha256 = old.as_ref().map(|v| v.sha256.as_str()).unwrap_or("none"), new_sha256 = new_sha, "plugin swapped in");
@@ -181,6 +190,7 @@ impl PluginSlot {
 
     /// The `/plugins` entry.
     pub fn report(&self) -> serde_json::Value {
+        let rollout = self.rollout_report();
         let current = self.current.load_full();
         let stats = self.stats();
         let mut sorted: Vec<Duration> = stats.latencies.iter().copied().collect();
@@ -209,6 +219,7 @@ impl PluginSlot {
             "lastFault": stats.last_fault,
             "lastRejected": stats.last_rejected,
             "oci": matches!(spec.source, PluginSource::Oci(_)).then(|| self.oci_report()),
+            "rollout": rollout,
         })
     }
 }
@@ -271,7 +282,9 @@ impl PluginRegistry {
     /// `sub_registry_with_prefix("wasmlet")`): `wasmlet_plugin_calls_total{plugin,world,result}`,
     /// `wasmlet_plugin_call_duration_seconds{plugin,world}` (a histogram, 1 µs to 1 s),
     /// `wasmlet_plugin_faults_total{plugin,kind}`, `wasmlet_plugin_swaps_total{plugin,result}`
-    /// and `wasmlet_plugin_info{plugin,world,sha256,state}`. The series count from the
+    /// `wasmlet_plugin_info{plugin,world,sha256,state}`, `wasmlet_plugin_pulls_total{plugin,result}`,
+    /// `wasmlet_plugin_rollouts_total{plugin,result}` and, while a candidate is on trial,
+    /// `wasmlet_plugin_rollout_{decisions,disagreements,shadow_cycles}{plugin,sha256}`. The series count from the
     /// registry's creation, whenever this is called; call it once per Prometheus registry.
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         self.metrics.register(registry, self.slots.clone());
@@ -371,17 +384,26 @@ impl PluginRegistry {
                 return;
             }
         };
-        self.offer(slot, spec, &bytes, "");
+        self.offer(slot, spec, &bytes, "", None);
     }
 
-    /// Loads, validates and swaps in `bytes` for `spec`; `true` when they serve now (swapped
-    /// in, or already serving). `origin` prefixes a rejection's reason (an OCI manifest).
-    fn offer(&self, slot: &PluginSlot, spec: PluginSpec, bytes: &[u8], origin: &str) -> bool {
+    /// Loads, validates and swaps in `bytes` for `spec` (or puts them on trial, `rollout`).
+    /// `origin` prefixes a rejection's reason and `digest` names the OCI manifest they came
+    /// in, for an `oci://` plugin.
+    fn offer(
+        &self,
+        slot: &PluginSlot,
+        spec: PluginSpec,
+        bytes: &[u8],
+        origin: &str,
+        digest: Option<&str>,
+    ) -> Offered {
         let sha256 = sha256_hex(bytes);
         let current = slot.current.load_full();
         let unchanged = current
             .as_ref()
             .is_some_and(|v| v.sha256 == sha256 && v.spec == spec);
+        let on_trial = slot.is_candidate(&sha256, &spec);
         let already_rejected = slot
             .stats()
             .last_rejected
@@ -389,8 +411,15 @@ impl PluginRegistry {
             .is_some_and(|r| r.sha256 == sha256)
             && *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) == spec;
         *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec.clone();
-        if unchanged || already_rejected {
-            return unchanged;
+        if on_trial {
+            return Offered::OnTrial;
+        }
+        if unchanged {
+            slot.withdraw("the serving version was offered again");
+            return Offered::Serving;
+        }
+        if already_rejected {
+            return Offered::Refused;
         }
         if let Some(pin) = &spec.sha256 {
             if *pin != sha256 {
@@ -398,7 +427,7 @@ impl PluginRegistry {
                     &sha256,
                     format!("{origin}sha256 {sha256} does not match the pinned {pin}"),
                 );
-                return false;
+                return Offered::Refused;
             }
         }
         let started = Instant::now();
@@ -406,7 +435,7 @@ impl PluginRegistry {
             Ok(version) => version,
             Err(error) => {
                 slot.reject(&sha256, format!("{origin}{error}"));
-                return false;
+                return Offered::Refused;
             }
         };
         let span = tracing::debug_span!(
@@ -425,11 +454,10 @@ impl PluginRegistry {
         }
         if let Err(fault) = validated {
             slot.reject(&sha256, format!("{origin}validation failed: {fault}"));
-            return false;
+            return Offered::Refused;
         }
         info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");
-        slot.install(version);
-        true
+        slot.adopt(version, digest, origin)
     }
 
     /// The `/plugins` document.

@@ -121,6 +121,7 @@ pub fn validate_plugin(
         limits,
         config_json: config_json.to_string(),
         shadow: false,
+        rollout: None,
         capabilities,
     };
     let plugin = LoadedPlugin::load(&engine, &spec, &bytes, &sha256)

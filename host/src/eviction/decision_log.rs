@@ -1,6 +1,7 @@
 //! The decision log served at `/evictions` ("why was my pod evicted"): for every cycle that
 //! ranked pods, who ranked them, the candidates in that order, what a shadow plugin would have
-//! done, and which pod was evicted with what message.
+//! done, what a new plugin version on trial (`rollout:`) ranked, and which pod was evicted with
+//! what message.
 
 use super::EvictionManager;
 use crate::metrics::{decided_by_label, PluginLabels};
@@ -8,7 +9,7 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tracing::info;
-use wasmlet_plugin_host::{DecidedBy, Decision, EvictionSnapshot};
+use wasmlet_plugin_host::{CandidateRank, DecidedBy, Decision, EvictionSnapshot, RolloutState};
 
 /// Decisions kept for `/evictions`.
 const DECISION_LOG_LEN: usize = 100;
@@ -47,6 +48,60 @@ pub struct ShadowChoice {
     pub error: Option<String>,
 }
 
+/// What a new version of the eviction plugin, on trial beside the serving one, ranked for the
+/// same snapshot (one decision of its trial).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateChoice {
+    /// The plugin.
+    pub plugin: String,
+    /// The candidate version.
+    pub sha256: String,
+    /// The pod it would have evicted (`None`: none, or it faulted).
+    pub would_evict: Option<String>,
+    /// Its ranking, by pod name.
+    pub ranking: Vec<String>,
+    /// Whether it ranked exactly as the decision taken.
+    pub agrees: bool,
+    /// Why it gave no answer.
+    pub error: Option<String>,
+    /// Decisions of its trial so far, this one included.
+    pub decisions: u32,
+    /// Decisions it must rank to be promoted.
+    pub shadow_cycles: u32,
+    /// Its rankings that differed from the decision taken.
+    pub disagreements: u32,
+    /// `trial`, or `promoted` / `refused` when this decision ended its trial.
+    pub state: RolloutState,
+    /// Why it was refused.
+    pub reason: Option<String>,
+}
+
+impl CandidateChoice {
+    /// The candidate's answer, by pod name.
+    pub(super) fn of(rank: CandidateRank, snapshot: &EvictionSnapshot) -> Self {
+        let name = |i: &u32| snapshot.meta[*i as usize].name.clone();
+        let (ranking, error) = match rank.answer {
+            Ok(order) => (order.iter().map(name).collect::<Vec<_>>(), None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        info!(plugin = %rank.plugin, candidate_sha256 = %rank.sha256, would_evict = ?ranking.first(), agrees = rank.agrees, decisions = rank.decisions, shadow_cycles = rank.shadow_cycles, disagreements = rank.disagreements, state = ?rank.state, "candidate eviction plugin ranked");
+        Self {
+            plugin: rank.plugin,
+            sha256: rank.sha256,
+            would_evict: ranking.first().cloned(),
+            ranking,
+            agrees: rank.agrees,
+            error,
+            decisions: rank.decisions,
+            shadow_cycles: rank.shadow_cycles,
+            disagreements: rank.disagreements,
+            state: rank.state,
+            reason: rank.reason,
+        }
+    }
+}
+
 /// One eviction cycle that ranked pods: who decided, what was ranked, what happened.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,6 +128,8 @@ pub struct DecisionRecord {
     pub message: Option<String>,
     /// What the shadow plugin would have done, when one is configured.
     pub shadow: Option<ShadowChoice>,
+    /// What a new version of the plugin on trial ranked, while one is.
+    pub candidate: Option<CandidateChoice>,
 }
 
 /// The most recent eviction decisions, for `/evictions` ("why was my pod evicted").

@@ -1,4 +1,4 @@
-//! Evicting one pod: rank the snapshot (and a shadow), log the decision, word the status
+//! Evicting one pod: rank the snapshot (and a shadow, and a candidate on trial), log the decision, word the status
 //! message, pick the grace period, hand the pod to the SyncLoop and wait for its cleanup.
 
 use super::decision_log::{self, DecisionRecord};
@@ -29,10 +29,13 @@ impl EvictionManager {
         let stats_taken = Instant::now();
         let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
         let snapshot = Arc::new(snapshot);
-        let (decision, shadow) = {
+        let ((decision, candidate), shadow) = {
             let (plugins, snapshot) = (self.plugins.clone(), snapshot.clone());
             tokio::task::spawn_blocking(move || {
-                (plugins.rank(&snapshot), plugins.rank_shadow(&snapshot))
+                (
+                    plugins.rank_with_candidate(&snapshot),
+                    plugins.rank_shadow(&snapshot),
+                )
             })
             .await
             .map_err(EvictionError::RankingTask)?
@@ -45,6 +48,7 @@ impl EvictionManager {
         let chosen = decision.order.first().copied();
         let plugin = decided_by_label(&decision.decided_by);
         let shadow = shadow.map(|answer| self.shadow_choice(answer, &snapshot, chosen));
+        let candidate = candidate.map(|rank| decision_log::CandidateChoice::of(rank, &snapshot));
         let threshold_value = threshold.value.resolve(capacity);
         let mut record = DecisionRecord {
             time: crate::timestamps::now().0.to_string(),
@@ -58,6 +62,7 @@ impl EvictionManager {
             evicted: None,
             message: None,
             shadow,
+            candidate,
         };
         let Some(index) = chosen else {
             warn!(

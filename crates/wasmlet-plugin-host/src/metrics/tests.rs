@@ -16,6 +16,8 @@ fn counters_are_named_once_with_total_and_start_at_zero() {
     slot.call(Duration::from_millis(20), Some(&Fault::Deadline(20)));
     slot.call(Duration::from_micros(5), Some(&Fault::Rejected("x".into())));
     slot.swap(SwapResult::Swapped);
+    slot.rollout(RolloutResult::Started);
+    slot.rollout(RolloutResult::Promoted);
     let text = encode(&metrics);
     for line in [
         "# TYPE wasmlet_plugin_calls counter",
@@ -31,6 +33,11 @@ fn counters_are_named_once_with_total_and_start_at_zero() {
         "# TYPE wasmlet_plugin_call_duration_seconds histogram",
         r#"wasmlet_plugin_call_duration_seconds_count{plugin="p",world="eviction-policy"} 3"#,
         "# TYPE wasmlet_plugin_info gauge",
+        r#"wasmlet_plugin_rollouts_total{plugin="p",result="started"} 1"#,
+        r#"wasmlet_plugin_rollouts_total{plugin="p",result="promoted"} 1"#,
+        "# TYPE wasmlet_plugin_rollout_decisions gauge",
+        "# TYPE wasmlet_plugin_rollout_disagreements gauge",
+        "# TYPE wasmlet_plugin_rollout_shadow_cycles gauge",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
     }

@@ -4,7 +4,7 @@
 //! unreachable the serving version stays, requests are retried with a doubling back-off, and
 //! a node that starts without its registry loads the digest the tag resolved to last.
 
-use super::{PluginRegistry, PluginSlot};
+use super::{Offered, PluginRegistry, PluginSlot};
 use crate::config::{OciSource, PluginSource, PluginSpec, DEFAULT_POLL_PERIOD};
 use crate::metrics::PullResult;
 use crate::oci::{self, OciError, Remote};
@@ -183,14 +183,19 @@ impl PluginRegistry {
             }
             Some(Err(error)) => return self.refused(slot, spec, period, error, None),
         };
+        let on_trial = slot.candidate_digest().as_deref() == Some(digest.as_str());
         {
             let mut state = slot.oci();
             let serving =
                 state.serving.as_deref() == Some(digest.as_str()) && slot.current.load().is_some();
             let refused = state.refused.as_deref() == Some(digest.as_str());
-            if !spec_changed && (serving || refused) {
+            if !spec_changed && (serving || refused || on_trial) {
                 state.next_poll = tag.then(|| Instant::now() + period);
                 drop(state);
+                if serving {
+                    // The tag went back to the serving version: no candidate to try any more.
+                    slot.withdraw("the tag names the serving version again");
+                }
                 return slot.set_spec(spec);
             }
         }
@@ -230,21 +235,46 @@ impl PluginRegistry {
         slot.metrics.pull(PullResult::Pulled);
         info!(plugin = %slot.name, %reference, %digest, "plugin artifact pulled and checked; validating");
         let origin = format!("{reference} (manifest {digest}): ");
-        let serving = self.offer(slot, spec, &wasm, &origin);
+        let offered = self.offer(slot, spec, &wasm, &origin, Some(&digest));
         let mut state = slot.oci();
         state.next_poll = tag.then(|| Instant::now() + period);
         state.last_error = None;
-        if serving {
-            state.serving = Some(digest.clone());
-            state.refused = None;
-            drop(state);
-            if tag {
-                if let Err(error) = store.record_ref(reference, &digest) {
-                    warn!(plugin = %slot.name, %reference, %error, "cannot record the tag's digest in the node's store");
-                }
+        match offered {
+            Offered::Serving => {
+                drop(state);
+                self.promoted_oci(slot, Some(&digest));
             }
-        } else {
-            state.refused = Some(digest);
+            // Its trial records the verdict (`promoted_oci`, `refused_oci`).
+            Offered::OnTrial => {}
+            Offered::Refused => state.refused = Some(digest),
+        }
+    }
+
+    /// `digest` serves `slot` now: remembered, and recorded in the store as what its tag
+    /// resolved to (a node starting without its registry loads it).
+    pub(super) fn promoted_oci(&self, slot: &PluginSlot, digest: Option<&str>) {
+        let Some(digest) = digest else { return };
+        {
+            let mut state = slot.oci();
+            state.serving = Some(digest.to_string());
+            state.refused = None;
+        }
+        let spec = slot.spec_now();
+        let (PluginSource::Oci(source), Some(store)) = (&spec.source, &self.oci_store) else {
+            return;
+        };
+        let reference = &source.reference;
+        if reference.tag().is_some() {
+            if let Err(error) = store.record_ref(reference, digest) {
+                warn!(plugin = %slot.name, %reference, %error, "cannot record the tag's digest in the node's store");
+            }
+        }
+    }
+
+    /// `digest` was refused after its trial: not offered again until the tag moves.
+    pub(super) fn refused_oci(&self, slot: &PluginSlot, digest: Option<String>) {
+        if digest.is_some() {
+            slot.oci().refused = digest;
         }
     }
 
