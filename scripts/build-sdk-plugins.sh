@@ -13,13 +13,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 OUT=$ROOT/target/sdk-plugins
 LANGS=${SDK_LANGS:-go python js}
+# The tools (and the Go componentizer's build, in target/sdk-tools/componentize-target) are
+# shared with tests/plugin_cli.rs, which builds projects with the same command.
 export WASMLET_PLUGIN_TOOLS=$ROOT/target/sdk-tools
-# The Go componentizer builds into the shared target dir (one cache for CI).
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-WASMLET=${WASMLET_BIN:-$CARGO_TARGET_DIR/release/wasmlet}
+WASMLET=${WASMLET_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/wasmlet}
 if [ -z "${WASMLET_BIN:-}" ]; then
   cargo build --release --quiet -p wasmlet --bin wasmlet
 fi
+unset CARGO_TARGET_DIR
 mkdir -p "$OUT"
 log() { printf '%s\n' "$*" >&2; }
 

@@ -140,6 +140,9 @@ fn wasmlet() -> std::process::Command {
     // shared with scripts/build-sdk-plugins.sh.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     command.env("WASMLET_PLUGIN_TOOLS", root.join("target/sdk-tools"));
+    // Never the target dir this test runs from, which cargo holds while the tests run: the Go
+    // componentizer builds into the tools directory.
+    command.env_remove("CARGO_TARGET_DIR");
     command
 }
 
