@@ -22,17 +22,7 @@ fn wasm(name: &str) -> PathBuf {
 
 #[test]
 fn plugin_validate_and_test_commands() {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |args: &[&str]| outcome(wasmlet().args(args));
     let file = wasm("eviction_batch_first");
     let (ok, out, err) = run(&["plugin", "validate", file.to_str().unwrap()]);
     assert!(ok, "{err}");
@@ -120,6 +110,16 @@ fn plugin_validate_and_test_commands() {
         "x:rel",
     ]);
     assert!(!ok && err.contains("must be absolute"), "{err}");
+}
+
+/// Runs a command: whether it succeeded, its stdout and its stderr.
+fn outcome(command: &mut std::process::Command) -> (bool, String, String) {
+    let out = command.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Runs a command, failing the test with its output when it fails.
@@ -324,18 +324,7 @@ fn plugin_push_pull_and_sign_commands() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wasmlet"))
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
     let component = wasm("eviction_batch_first");
     let tag = server.reference("cli/evict:v1");
     let (ok, out, err) = run(&["plugin", "push", component.to_str().unwrap(), &tag]);

@@ -4,23 +4,6 @@
 
 use super::*;
 
-/// The OpenMetrics text of the registry's plugin series, as the host's `/metrics` encodes
-/// them: registered on a registry with the `wasmlet` prefix.
-fn scrape(registry: &PluginRegistry) -> String {
-    let mut prometheus = prometheus_client::registry::Registry::with_prefix("wasmlet");
-    registry.register_metrics(&mut prometheus);
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &prometheus).unwrap();
-    text
-}
-
-/// The value of the series `name{labels}` (exactly), if it is in `text`.
-fn value(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.parse().ok())
-}
-
 fn calls(text: &str, plugin: &str, world: &str, result: &str) -> Option<f64> {
     value(
         text,

@@ -98,26 +98,8 @@ pub(super) fn pods(batch: bool) -> EvictionSnapshot {
     s
 }
 
-fn sha_of(bytes: &[u8]) -> String {
-    sha256_hex(bytes)
-}
-
-fn scrape(registry: &PluginRegistry) -> String {
-    let mut prometheus = prometheus_client::registry::Registry::with_prefix("wasmlet");
-    registry.register_metrics(&mut prometheus);
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &prometheus).unwrap();
-    text
-}
-
-fn series(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.parse().ok())
-}
-
 fn rollouts(text: &str, result: &str) -> Option<f64> {
-    series(
+    value(
         text,
         &format!(r#"wasmlet_plugin_rollouts_total{{plugin="rolled",result="{result}"}}"#),
     )
@@ -132,15 +114,15 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
         "  rollout: {shadowCycles: 4, maxDisagreements: 1}\n",
     );
     // The first version has nothing to be compared with: it serves at once.
-    assert_eq!(node.serving(), sha_of(&old));
+    assert_eq!(node.serving(), sha256_hex(&old));
     assert_eq!(node.report()["rollout"]["state"], "idle");
     assert_eq!(node.report()["rollout"]["shadowCycles"], 4);
 
     node.deploy(&new);
-    assert_eq!(node.serving(), sha_of(&old), "validated, but on trial");
+    assert_eq!(node.serving(), sha256_hex(&old), "validated, but on trial");
     let rollout = node.report()["rollout"].clone();
     assert_eq!(rollout["state"], "trial", "{rollout}");
-    assert_eq!(rollout["sha256"], sha_of(&new));
+    assert_eq!(rollout["sha256"], sha256_hex(&new));
     assert_eq!(rollout["decisions"], 0);
     assert_eq!(rollout["maxDisagreements"], 1);
     let text = scrape(&node.registry);
@@ -148,11 +130,11 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
     let gauge = |name: &str| {
         format!(
             r#"wasmlet_plugin_rollout_{name}{{plugin="rolled",sha256="{}"}}"#,
-            sha_of(&new)
+            sha256_hex(&new)
         )
     };
-    assert_eq!(series(&text, &gauge("shadow_cycles")), Some(4.0), "{text}");
-    assert_eq!(series(&text, &gauge("decisions")), Some(0.0), "{text}");
+    assert_eq!(value(&text, &gauge("shadow_cycles")), Some(4.0), "{text}");
+    assert_eq!(value(&text, &gauge("decisions")), Some(0.0), "{text}");
 
     // One disagreement (within the one allowed), then agreement: the serving version decides
     // every one of the four, the candidate only ranks beside it.
@@ -163,13 +145,13 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
             decision.decided_by,
             DecidedBy::Plugin {
                 name: "rolled".into(),
-                sha256: sha_of(&old)
+                sha256: sha256_hex(&old)
             },
             "decision {i}"
         );
         assert_eq!(decision.order, policy::eviction::rank(&s.pressure, &s.pods));
         let candidate = candidate.expect("the candidate ranked");
-        assert_eq!(candidate.sha256, sha_of(&new));
+        assert_eq!(candidate.sha256, sha256_hex(&new));
         assert_eq!(candidate.decisions, i as u32 + 1);
         assert_eq!(candidate.shadow_cycles, 4);
         assert_eq!(candidate.agrees, i != 0, "decision {i}");
@@ -181,17 +163,21 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
             assert_eq!(candidate.state, RolloutState::Trial);
             assert_eq!(
                 node.serving(),
-                sha_of(&old),
+                sha256_hex(&old),
                 "not promoted before decision 4"
             );
             let text = scrape(&node.registry);
-            assert_eq!(series(&text, &gauge("decisions")), Some(i as f64 + 1.0));
-            assert_eq!(series(&text, &gauge("disagreements")), Some(1.0));
+            assert_eq!(value(&text, &gauge("decisions")), Some(i as f64 + 1.0));
+            assert_eq!(value(&text, &gauge("disagreements")), Some(1.0));
         } else {
             assert_eq!(candidate.state, RolloutState::Promoted);
         }
     }
-    assert_eq!(node.serving(), sha_of(&new), "promoted after decision 4");
+    assert_eq!(
+        node.serving(),
+        sha256_hex(&new),
+        "promoted after decision 4"
+    );
     let report = node.report();
     assert_eq!(report["rollout"]["state"], "promoted", "{report}");
     assert_eq!(report["rollout"]["decisions"], 4);
@@ -206,7 +192,7 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
     let text = scrape(&node.registry);
     assert_eq!(rollouts(&text, "promoted"), Some(1.0), "{text}");
     assert_eq!(
-        series(
+        value(
             &text,
             r#"wasmlet_plugin_swaps_total{plugin="rolled",result="swapped"}"#
         ),
@@ -242,11 +228,11 @@ fn a_version_that_disagrees_too_often_is_refused_and_the_old_keeps_serving() {
         reason.contains("ranked 2 of 2 decisions differently") && reason.contains("at most 1"),
         "{reason}"
     );
-    assert_eq!(node.serving(), sha_of(&old));
+    assert_eq!(node.serving(), sha256_hex(&old));
     let report = node.report();
     assert_eq!(report["rollout"]["state"], "refused", "{report}");
     assert_eq!(report["rollout"]["reason"], reason.as_str());
-    assert_eq!(report["lastRejected"]["sha256"], sha_of(&new));
+    assert_eq!(report["lastRejected"]["sha256"], sha256_hex(&new));
     assert!(
         report["lastRejected"]["reason"]
             .as_str()
@@ -265,7 +251,7 @@ fn a_version_that_disagrees_too_often_is_refused_and_the_old_keeps_serving() {
     let text = scrape(&node.registry);
     assert_eq!(rollouts(&text, "refused"), Some(1.0), "{text}");
     assert_eq!(
-        series(
+        value(
             &text,
             r#"wasmlet_plugin_swaps_total{plugin="rolled",result="rejected"}"#
         ),
@@ -294,7 +280,7 @@ fn a_version_that_faults_on_trial_is_refused_without_failing_the_serving_one() {
             decision.decided_by,
             DecidedBy::Plugin {
                 name: "rolled".into(),
-                sha256: sha_of(&old)
+                sha256: sha256_hex(&old)
             },
             "{guest}: the serving version decided"
         );
@@ -318,7 +304,7 @@ fn a_version_that_faults_on_trial_is_refused_without_failing_the_serving_one() {
         // The candidate's fault is not the serving version's.
         assert_eq!(report["faults"], 0, "{guest}: {report}");
         assert_eq!(report["state"], "serving");
-        assert_eq!(node.serving(), sha_of(&old));
+        assert_eq!(node.serving(), sha256_hex(&old));
         assert!(node.rank(&s).1.is_none());
     }
 }
@@ -339,17 +325,17 @@ fn a_newer_version_replaces_the_candidate_and_its_trial_starts_over() {
     node.deploy(&second);
     let rollout = node.report()["rollout"].clone();
     assert_eq!(rollout["state"], "trial");
-    assert_eq!(rollout["sha256"], sha_of(&second), "{rollout}");
+    assert_eq!(rollout["sha256"], sha256_hex(&second), "{rollout}");
     assert_eq!(rollout["decisions"], 0, "the trial starts over");
     for i in 1..=2 {
         let candidate = node.rank(&pods(false)).1.unwrap();
         assert_eq!(
             (candidate.sha256.as_str(), candidate.decisions),
-            (sha_of(&second).as_str(), i)
+            (sha256_hex(&second).as_str(), i)
         );
         assert_eq!(candidate.state, RolloutState::Trial);
     }
-    assert_eq!(node.serving(), sha_of(&old));
+    assert_eq!(node.serving(), sha256_hex(&old));
 
     // The file goes back to the serving version: the trial is withdrawn.
     node.deploy(&old);
@@ -363,7 +349,7 @@ fn a_newer_version_replaces_the_candidate_and_its_trial_starts_over() {
         let candidate = node.rank(&pods(false)).1.unwrap();
         assert_eq!(candidate.decisions, i);
     }
-    assert_eq!(node.serving(), sha_of(&second));
+    assert_eq!(node.serving(), sha256_hex(&second));
     let text = scrape(&node.registry);
     assert_eq!(rollouts(&text, "started"), Some(3.0), "{text}");
     assert_eq!(rollouts(&text, "withdrawn"), Some(2.0), "{text}");
