@@ -2,8 +2,10 @@
 
 The records of the contract (wit/, package wasmlet:plugin@0.1.1) as dataclasses,
 one base class per world (``wasmlet_plugin.eviction.EvictionPolicy``,
-``wasmlet_plugin.probe.ProbeHandler``), the host's functions, config parsing,
-the packed pod layout decoded, and the upstream default ranking. A plugin
+``wasmlet_plugin.probe.ProbeHandler``, ``wasmlet_plugin.gc.GcStrategy``,
+``wasmlet_plugin.hooks.LifecycleHooks``), the host's functions, config parsing,
+the packed pod layout decoded, the upstream default ranking and (in
+``wasmlet_plugin.gc``) the upstream image and container GC plans. A plugin
 module subclasses one base class and binds it with ``WitWorld = world(MyPlugin)``;
 componentize-py builds it into a component (scripts/build-sdk-plugins.sh) and
 ``wasmlet_plugin.testing`` runs the same class natively under pytest/unittest.

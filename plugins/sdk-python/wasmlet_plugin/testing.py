@@ -7,8 +7,8 @@ from typing import Dict, List, Optional
 
 from . import host as _host
 from .packed import pack_pods, unpack_pods
-from .types import (HttpResponse, ExecOutput, NodeInfo, PodInfo, Pressure, ProbeRequest,
-                    QosClass, Signal, SignalObservation)
+from .types import (DeadContainer, DiskInfo, HttpResponse, ExecOutput, ImageInfo, NodeInfo, PodInfo,
+                    Pressure, ProbeRequest, QosClass, Signal, SignalObservation)
 
 MI = 1 << 20
 GI = 1 << 30
@@ -120,6 +120,112 @@ class EvictionCase:
                 raise ValueError(f"proposes critical or static pod {p.meta.key()}")
             names.append(p.meta.key())
         return names
+
+
+class _FixedClock:
+    """The host's clock stopped at ``now``; logs go to the host it replaces."""
+
+    def __init__(self, now, inner):
+        self.now, self.inner = now, inner
+
+    def log(self, level, message, fields):
+        self.inner.log(level, message, fields)
+
+    def now_unix_ms(self):
+        return self.now
+
+
+class Image:
+    """An image for a GcCase: unused, unpinned, 100 MiB, first seen a day and last
+    used an hour before NOW_MS."""
+
+    def __init__(self, tag: str):
+        self.info = ImageInfo(100 * MI, NOW_MS - 24 * 60 * MINUTE_MS, NOW_MS - 60 * MINUTE_MS)
+        self.tags = [tag]
+
+    def tag(self, tag): self.tags.append(tag); return self
+    def size(self, size_bytes): self.info.size_bytes = size_bytes; return self
+    def in_use(self): self.info.in_use = True; return self
+    def pinned(self): self.info.pinned = True; return self
+
+    def used_minutes_ago(self, minutes):
+        """Last used ``minutes`` before NOW_MS (and first seen no later)."""
+        self.info.last_used_unix_ms = NOW_MS - minutes * MINUTE_MS
+        self.info.first_seen_unix_ms = min(self.info.first_seen_unix_ms, self.info.last_used_unix_ms)
+        return self
+
+    def seen_minutes_ago(self, minutes):
+        """First seen (pulled) ``minutes`` before NOW_MS, and not used since."""
+        self.info.first_seen_unix_ms = self.info.last_used_unix_ms = NOW_MS - minutes * MINUTE_MS
+        return self
+
+
+class GcCase:
+    """One GC cycle: a 100 GiB image filesystem with 50 GiB free, nothing to free,
+    upstream's 2 minute minimum image age; images and dead containers added.
+    The host's clock reads NOW_MS during the calls."""
+
+    def __init__(self):
+        self.disk = DiskInfo(100 * GI, 50 * GI, 0, 2 * MINUTE_MS, 0)
+        self.images: List[Image] = []
+        self.dead: List[DeadContainer] = []
+        self.pods: List[PodMeta] = []
+
+    def bytes_to_free(self, n):
+        self.disk.bytes_to_free = n
+        self.disk.available_bytes = max(0, self.disk.available_bytes - n)
+        return self
+
+    def image(self, *images: Image) -> "GcCase":
+        self.images += images
+        return self
+
+    def dead_container(self, unit: int, rank: int, minutes: int) -> "GcCase":
+        """Dead container ``rank`` (0 = newest) of evict unit ``unit``, finished
+        ``minutes`` ago; its pod index is ``unit``."""
+        self.dead.append(DeadContainer(False, NOW_MS - minutes * MINUTE_MS, rank, unit, unit))
+        return self
+
+    def pod_deleted(self, unit: int) -> "GcCase":
+        for d in self.dead:
+            if d.unit == unit:
+                d.pod_deleted = True
+        return self
+
+    def _call(self, f, tags):
+        old_meta = _host.use_meta(Snapshot(self.pods, tags))
+        old_host = _host.use_host(_FixedClock(NOW_MS, _host._host))
+        try:
+            return [int(i) for i in f()]
+        finally:
+            _host.use_host(old_host)
+            _host.use_meta(old_meta)
+
+    def plan_images(self, strategy) -> List[int]:
+        """Calls ``strategy.plan_images`` as the host would; the raw answer."""
+        infos = [replace(i.info) for i in self.images]
+        return self._call(lambda: strategy.plan_images(replace(self.disk), infos),
+                          [i.tags for i in self.images])
+
+    def plan_image_tags(self, strategy) -> List[str]:
+        """plan_images checked as the host checks it (range, duplicates, never an
+        image in use or pinned); each planned image's first tag."""
+        answer = self.plan_images(strategy)
+        check_indices(answer, len(self.images), "image")
+        tags = []
+        for i in answer:
+            image = self.images[i]
+            if image.info.in_use or image.info.pinned:
+                raise ValueError(f"plans image {image.tags[0]} which is in use or pinned")
+            tags.append(image.tags[0])
+        return tags
+
+    def plan_containers(self, strategy) -> List[int]:
+        """Calls ``strategy.plan_containers`` as the host would, indices checked."""
+        dead = [replace(d) for d in self.dead]
+        answer = self._call(lambda: strategy.plan_containers(dead), [])
+        check_indices(answer, len(self.dead), "dead container")
+        return answer
 
 
 class MockPod:
