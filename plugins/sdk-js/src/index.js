@@ -1,8 +1,9 @@
 // The JavaScript SDK for wasmlet plugins: the records of wit/ (package
 // wasmlet:plugin@0.1.1) as plain objects, the host's functions, config parsing,
 // the packed pod layout decoded and the upstream default ranking. A plugin is a
-// class with configure/selfCheck and its world's method (rank, check); the
-// world module (wasmlet-plugin-sdk/eviction, .../probe) exports it from a
+// class with configure/selfCheck and its world's methods (rank, check,
+// planImages/planContainers, admit...); the world module
+// (wasmlet-plugin-sdk/eviction, .../probe, .../gc, .../hooks) exports it from a
 // component, and wasmlet-plugin-sdk/testing runs it natively under `node --test`.
 //
 // Numbers: u64 fields are Numbers while below 2^52 (every real quantity) and

@@ -2,7 +2,8 @@
 // component: pods go through the packed wire form, pod-meta answers from the
 // case, answers are checked as the host checks them.
 
-import { isEvictable, packPods, pressureOf, unpackPods, useMeta } from './index.js';
+import { isEvictable, packPods, pressureOf, unpackPods, useHost, useMeta } from './index.js';
+import { planContainersOf, planImagesOf } from './gc.js';
 
 export const MI = 1n << 20n;
 export const GI = 1n << 30n;
@@ -97,6 +98,111 @@ export class EvictionCase {
       if (!isEvictable(p.info)) throw new Error(`proposes critical or static pod ${p.key()}`);
       return p.key();
     });
+  }
+}
+
+const EXACT = 1n << 52n;
+/** As the component gives u64s to the plugin: a Number below 2^52, else BigInt. */
+const u64 = (v) => (BigInt(v) < EXACT ? Number(v) : BigInt(v));
+
+/** An image for a GcCase: unused, unpinned, 100 MiB, first seen a day and last used an hour before NOW_MS. */
+export class Image {
+  constructor(tag) {
+    this.info = {
+      sizeBytes: 100n * MI, firstSeenUnixMs: NOW_MS - 24n * 60n * MINUTE_MS,
+      lastUsedUnixMs: NOW_MS - 60n * MINUTE_MS, inUse: false, pinned: false,
+    };
+    this.tags = [tag];
+  }
+
+  tag(t) { this.tags.push(t); return this; }
+  size(bytes) { this.info.sizeBytes = BigInt(bytes); return this; }
+  inUse() { this.info.inUse = true; return this; }
+  pinned() { this.info.pinned = true; return this; }
+  /** Last used `minutes` before NOW_MS (and first seen no later). */
+  usedMinutesAgo(minutes) {
+    this.info.lastUsedUnixMs = NOW_MS - BigInt(minutes) * MINUTE_MS;
+    if (this.info.firstSeenUnixMs > this.info.lastUsedUnixMs) this.info.firstSeenUnixMs = this.info.lastUsedUnixMs;
+    return this;
+  }
+  /** First seen (pulled) `minutes` before NOW_MS, and not used since. */
+  seenMinutesAgo(minutes) {
+    this.info.firstSeenUnixMs = NOW_MS - BigInt(minutes) * MINUTE_MS;
+    this.info.lastUsedUnixMs = this.info.firstSeenUnixMs;
+    return this;
+  }
+}
+
+/**
+ * One GC cycle: a 100 GiB image filesystem with 50 GiB free, nothing to free,
+ * upstream's 2 minute minimum image age; images and dead containers added.
+ * The host's clock reads NOW_MS during the calls.
+ */
+export class GcCase {
+  constructor() {
+    this.disk = { capacityBytes: 100n * GI, availableBytes: 50n * GI, bytesToFree: 0n, minAgeMs: 2n * MINUTE_MS, maxAgeMs: 0n };
+    this.images = [];
+    this.dead = [];
+    this.pods = [];
+  }
+
+  bytesToFree(bytes) {
+    this.disk.bytesToFree = BigInt(bytes);
+    const left = this.disk.availableBytes - BigInt(bytes);
+    this.disk.availableBytes = left > 0n ? left : 0n;
+    return this;
+  }
+
+  image(...images) { this.images.push(...images); return this; }
+
+  /** Dead container `rank` (0 = newest) of evict unit `unit`, finished `minutes` ago; its pod index is `unit`. */
+  deadContainer(unit, rank, minutes) {
+    this.dead.push({ podDeleted: false, finishedUnixMs: NOW_MS - BigInt(minutes) * MINUTE_MS, perContainerRank: rank, unit, pod: unit });
+    return this;
+  }
+
+  podDeleted(unit) {
+    for (const d of this.dead) if (d.unit === unit) d.podDeleted = true;
+    return this;
+  }
+
+  call(f, tags) {
+    const oldMeta = useMeta(new Snapshot(this.pods, tags));
+    const oldHost = useHost({ log: (...args) => oldHost.log(...args), nowUnixMs: () => NOW_MS });
+    try {
+      return Array.from(f(), Number);
+    } finally {
+      useHost(oldHost);
+      useMeta(oldMeta);
+    }
+  }
+
+  /** Calls strategy.planImages as the host would (the default when it has none); the raw answer. */
+  planImages(strategy) {
+    const d = Object.fromEntries(Object.entries(this.disk).map(([k, v]) => [k, u64(v)]));
+    const infos = this.images.map(({ info }) => ({
+      ...info, sizeBytes: u64(info.sizeBytes), firstSeenUnixMs: u64(info.firstSeenUnixMs), lastUsedUnixMs: u64(info.lastUsedUnixMs),
+    }));
+    return this.call(() => planImagesOf(strategy, d, infos), this.images.map((i) => i.tags));
+  }
+
+  /** planImages checked as the host checks it (range, duplicates, never an image in use or pinned); first tags. */
+  planImageTags(strategy) {
+    const answer = this.planImages(strategy);
+    checkIndices(answer, this.images.length, 'image');
+    return answer.map((i) => {
+      const image = this.images[i];
+      if (image.info.inUse || image.info.pinned) throw new Error(`plans image ${image.tags[0]} which is in use or pinned`);
+      return image.tags[0];
+    });
+  }
+
+  /** Calls strategy.planContainers as the host would, indices checked. */
+  planContainers(strategy) {
+    const dead = this.dead.map((d) => ({ ...d, finishedUnixMs: u64(d.finishedUnixMs) }));
+    const answer = this.call(() => planContainersOf(strategy, dead), []);
+    checkIndices(answer, this.dead.length, 'dead container');
+    return answer;
   }
 }
 
