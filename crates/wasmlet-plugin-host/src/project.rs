@@ -61,17 +61,9 @@ impl Lang {
         }
     }
 
-    /// The worlds this language's SDK can export. Python and JavaScript have no
-    /// gc-strategy world yet.
+    /// The worlds this language's SDK can export: every SDK has all four.
     pub fn worlds(self) -> &'static [World] {
-        match self {
-            Lang::Rust | Lang::Go => &World::ALL,
-            Lang::Python | Lang::Js => &[
-                World::EvictionPolicy,
-                World::ProbeHandler,
-                World::LifecycleHooks,
-            ],
-        }
+        &World::ALL
     }
 
     /// The SDK's directory under `plugins/` in a wasmlet checkout.

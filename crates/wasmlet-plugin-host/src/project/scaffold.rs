@@ -27,7 +27,7 @@ pub fn new_plugin(
     }
     if !lang.worlds().contains(&world) {
         return Err(fail(format!(
-            "the {} SDK has no {} world yet (Rust and Go have every world)",
+            "the {} SDK has no {} world",
             lang.as_str(),
             world.as_str()
         )));
@@ -92,9 +92,10 @@ pub(super) fn project_files(
         }
         Lang::Python => {
             let (app, test) = match world {
+                World::EvictionPolicy => (PY_EVICTION, PY_EVICTION_TEST),
                 World::ProbeHandler => (PY_PROBE, PY_PROBE_TEST),
+                World::GcStrategy => (PY_GC, PY_GC_TEST),
                 World::LifecycleHooks => (PY_HOOKS, PY_HOOKS_TEST),
-                _ => (PY_EVICTION, PY_EVICTION_TEST),
             };
             files.push(("app.py", fill(app)));
             files.push(("test_app.py", fill(test)));
@@ -102,9 +103,10 @@ pub(super) fn project_files(
         Lang::Js => {
             files.push(("package.json", fill(JS_PACKAGE)));
             let (component, plugin, test) = match world {
+                World::EvictionPolicy => (JS_EVICTION_COMPONENT, JS_EVICTION, JS_EVICTION_TEST),
                 World::ProbeHandler => (JS_PROBE_COMPONENT, JS_PROBE, JS_PROBE_TEST),
+                World::GcStrategy => (JS_GC_COMPONENT, JS_GC, JS_GC_TEST),
                 World::LifecycleHooks => (JS_HOOKS_COMPONENT, JS_HOOKS, JS_HOOKS_TEST),
-                _ => (JS_EVICTION_COMPONENT, JS_EVICTION, JS_EVICTION_TEST),
             };
             files.push(("component.js", fill(component)));
             files.push(("plugin.js", fill(plugin)));
@@ -530,6 +532,61 @@ if __name__ == "__main__":
     unittest.main()
 "#;
 
+const PY_GC: &str = r#""""@NAME@: a wasmlet GC strategy. The least recently used unused images go first
+until enough is freed, and every dead container but the newest of each container (all of
+them once the pod is deleted). GcStrategy's own plans are upstream's: drop a method to use them."""
+
+from wasmlet_plugin import parse_config
+from wasmlet_plugin.gc import GcStrategy, world
+
+
+class @TYPE@(GcStrategy):
+    def configure(self, text):
+        parse_config(text, {})
+
+    def plan_images(self, disk, images):
+        candidates = [i for i, image in enumerate(images) if not image.in_use and not image.pinned]
+        candidates.sort(key=lambda i: images[i].last_used_unix_ms)
+        plan, freed = [], 0
+        for i in candidates:
+            if freed >= disk.bytes_to_free:
+                break
+            plan.append(i)
+            freed += images[i].size_bytes
+        return plan
+
+    def plan_containers(self, dead):
+        return [i for i, c in enumerate(dead) if c.pod_deleted or c.per_container_rank > 0]
+
+
+WitWorld = world(@TYPE@)
+"#;
+
+const PY_GC_TEST: &str = r#"import unittest
+
+from wasmlet_plugin.testing import MI, GcCase, Image
+
+from app import @TYPE@
+
+
+class PlanTest(unittest.TestCase):
+    def test_least_recently_used_images_first(self):
+        case = GcCase().bytes_to_free(150 * MI).image(
+            Image("recent:1").used_minutes_ago(10),
+            Image("old:1").used_minutes_ago(300),
+            Image("running:1").used_minutes_ago(900).in_use(),
+        )
+        self.assertEqual(case.plan_image_tags(@TYPE@()), ["old:1", "recent:1"])
+
+    def test_the_newest_dead_container_of_each_container_stays(self):
+        case = GcCase().dead_container(0, 0, 5).dead_container(0, 1, 10).dead_container(1, 0, 1).pod_deleted(1)
+        self.assertEqual(case.plan_containers(@TYPE@()), [1, 2])
+
+
+if __name__ == "__main__":
+    unittest.main()
+"#;
+
 const PY_HOOKS: &str = r#""""@NAME@: a wasmlet admission plugin. Refuses pods with a container that sets no memory limit."""
 
 from wasmlet_plugin import parse_config
@@ -670,6 +727,70 @@ test('healthz', () => {
   assert.equal(new @TYPE@().check(probeRequest('', 8080), pod).outcome, 'failure');
   pod.serve(8080, '/healthz', 200, 'ok');
   assert.equal(new @TYPE@().check(probeRequest('', 8080), pod).outcome, 'success');
+});
+"#;
+
+const JS_GC_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the strategy as the world's exports.
+import * as host from 'wasmlet:plugin/host@0.1.1';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+import { gcWorld } from 'wasmlet-plugin-sdk/gc';
+import { @TYPE@ } from './plugin.js';
+
+export const { configure, selfCheck, planImages, planContainers } = gcWorld(@TYPE@, { host, podMeta });
+"#;
+
+const JS_GC: &str = r#"// @NAME@: a wasmlet GC strategy. The least recently used unused images go first until
+// enough is freed, and every dead container but the newest of each container (all of them
+// once the pod is deleted). Without planImages or planContainers, a strategy plans
+// upstream's way (wasmlet-plugin-sdk/gc's defaults). u64 fields are BigInt above 2^52:
+// sums are done in BigInt.
+import { parseConfig } from 'wasmlet-plugin-sdk';
+
+export class @TYPE@ {
+  configure(text) {
+    parseConfig(text, {});
+  }
+
+  planImages(disk, images) {
+    const candidates = [];
+    images.forEach((image, i) => { if (!image.inUse && !image.pinned) candidates.push(i); });
+    const used = (i) => images[i].lastUsedUnixMs;
+    candidates.sort((a, b) => (used(a) < used(b) ? -1 : used(a) > used(b) ? 1 : a - b));
+    const plan = [];
+    let freed = 0n;
+    for (const i of candidates) {
+      if (freed >= BigInt(disk.bytesToFree)) break;
+      plan.push(i);
+      freed += BigInt(images[i].sizeBytes);
+    }
+    return plan;
+  }
+
+  planContainers(dead) {
+    const plan = [];
+    dead.forEach((c, i) => { if (c.podDeleted || c.perContainerRank > 0) plan.push(i); });
+    return plan;
+  }
+}
+"#;
+
+const JS_GC_TEST: &str = r#"import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { GcCase, Image, MI } from 'wasmlet-plugin-sdk/testing';
+import { @TYPE@ } from './plugin.js';
+
+test('least recently used images first', () => {
+  const c = new GcCase().bytesToFree(150n * MI).image(
+    new Image('recent:1').usedMinutesAgo(10),
+    new Image('old:1').usedMinutesAgo(300),
+    new Image('running:1').usedMinutesAgo(900).inUse(),
+  );
+  assert.deepEqual(c.planImageTags(new @TYPE@()), ['old:1', 'recent:1']);
+});
+
+test('the newest dead container of each container stays', () => {
+  const c = new GcCase().deadContainer(0, 0, 5).deadContainer(0, 1, 10).deadContainer(1, 0, 1).podDeleted(1);
+  assert.deepEqual(c.planContainers(new @TYPE@()), [1, 2]);
 });
 "#;
 
