@@ -1,6 +1,9 @@
 //! Every SDK decides as the Rust plugins do: the Go, Python and JavaScript builds of
 //! `eviction-batch-first` rank 300 generated snapshots exactly as the Rust one, and their
-//! `probe-json-health` give the Rust one's outcome on generated health documents.
+//! `probe-json-health` give the Rust one's outcome on generated health documents; their
+//! admission examples admit and refuse as the Rust one; and the Python and JavaScript
+//! `gc-default` (the SDKs' upstream GC plans) plan as the Rust `gc-default` on generated
+//! image and dead-container sets.
 //!
 //! The SDK components come from `scripts/build-sdk-plugins.sh` (target/sdk-plugins/). When
 //! that directory does not exist these tests say so and pass; when it exists, every component
@@ -281,6 +284,160 @@ fn sdk_admission_decides_as_the_rust_require_limits() {
                 .map(|_| ())
                 .map_err(|(reason, _)| reason);
             assert_eq!(got, expected, "{lang}, round {round}");
+        }
+    }
+}
+
+/// Milliseconds in an hour: generated GC times are whole hours in the past and the age
+/// limits whole hours and a half, so the plan does not depend on the moment each plugin
+/// reads the host's clock.
+const HOUR_MS: u64 = 3_600_000;
+
+/// Generated images: ties in last-used and first-seen, some in use or pinned, some just
+/// pulled, a few sizes above 2^52 (BigInt in JavaScript) and sums past u64.
+fn gc_images(rng: &mut Lcg, now: u64) -> Vec<policy::ImageInfo> {
+    (0..rng.next(40))
+        .map(|_| {
+            let seen_hours = rng.next(72);
+            let used_hours = rng.next(seen_hours + 1);
+            let size_bytes = match rng.next(20) {
+                0 => (1 << 62) + rng.next(1 << 20),
+                1 => 0,
+                _ => (1 + rng.next(500)) << 20,
+            };
+            policy::ImageInfo {
+                size_bytes,
+                first_seen_unix_ms: now - seen_hours * HOUR_MS,
+                last_used_unix_ms: now - used_hours * HOUR_MS,
+                in_use: rng.next(5) == 0,
+                pinned: rng.next(12) == 0,
+            }
+        })
+        .collect()
+}
+
+fn gc_disk(rng: &mut Lcg) -> policy::DiskInfo {
+    let half = HOUR_MS / 2;
+    policy::DiskInfo {
+        capacity_bytes: 100 << 30,
+        available_bytes: 10 << 30,
+        bytes_to_free: match rng.next(8) {
+            0 => 0,
+            1 => u64::MAX,
+            _ => rng.next(8000) << 20,
+        },
+        min_age_ms: [0, 120_000, rng.next(24) * HOUR_MS + half][rng.next(3) as usize],
+        max_age_ms: [0, 0, rng.next(48) * HOUR_MS + half][rng.next(3) as usize],
+    }
+}
+
+/// Generated dead containers: units with sparse ids, ranks per unit, ties in finish
+/// times, pods deleted together, in shuffled order.
+fn gc_dead(rng: &mut Lcg, now: u64) -> Vec<policy::DeadContainer> {
+    let mut dead = Vec::new();
+    for u in 0..rng.next(14) {
+        let pod = (u / 2) as u32;
+        let pod_deleted = rng.next(6) == 0 && u % 2 == 0;
+        for rank in 0..1 + rng.next(5) {
+            dead.push(policy::DeadContainer {
+                pod_deleted,
+                finished_unix_ms: now - (rank * 10 + rng.next(12)) * 60_000,
+                per_container_rank: rank as u32,
+                unit: (3 + u * 37) as u32,
+                pod,
+            });
+        }
+    }
+    for i in (1..dead.len()).rev() {
+        dead.swap(i, rng.next(i as u64 + 1) as usize);
+    }
+    dead
+}
+
+/// The Python and JavaScript `gc-default` examples (the SDKs' default plans) plan as the
+/// Rust `gc-default`, with upstream's flags and with container limits set.
+#[test]
+fn sdk_gc_default_plans_as_the_rust_gc_default() {
+    let Some(sdks) = sdk_components_in("gc-default", &["python", "js"]) else {
+        return;
+    };
+    // One compile cache for both configs: an interpreter's first compile takes seconds.
+    let cache = tempfile::tempdir().unwrap();
+    let registry = |plugins: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plugins.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"
+            ),
+        )
+        .unwrap();
+        let engine = PluginEngine::new(Some(cache.path().to_path_buf())).unwrap();
+        Setup {
+            registry: PluginRegistry::new(engine, Some(file)),
+            dir,
+        }
+    };
+    for (seed, config) in [
+        (21, ""),
+        (22, "  config: {maxPerPodContainer: 2, maxContainers: 12}\n"),
+    ] {
+        let rust = registry(&plugin("rust", "gc-strategy", &wasm("gc_default"), config));
+        let others: Vec<(&str, Setup)> = sdks
+            .iter()
+            .map(|(lang, path)| {
+                let extra = format!("{config}{SDK_LIMITS}");
+                (*lang, registry(&plugin(lang, "gc-strategy", path, &extra)))
+            })
+            .collect();
+        let gc_policy = policy::gc::ContainerGcPolicy::default();
+        let mut rng = Lcg(seed);
+        for round in 0..100 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64;
+            let images = gc_images(&mut rng, now);
+            let disk = gc_disk(&mut rng);
+            let tags: Vec<Vec<String>> = (0..images.len())
+                .map(|i| vec![format!("registry.local/image-{i}:1")])
+                .collect();
+            let expected = rust.registry.plan_images(&disk, &images, tags.clone(), now);
+            assert!(plugin_decided(&expected), "rust, round {round}");
+            let dead = gc_dead(&mut rng, now);
+            let expected_dead = rust.registry.plan_containers(&dead, Vec::new(), &gc_policy);
+            assert!(plugin_decided(&expected_dead), "rust, round {round}");
+            for (lang, setup) in &others {
+                let got = setup
+                    .registry
+                    .plan_images(&disk, &images, tags.clone(), now);
+                assert!(
+                    plugin_decided(&got),
+                    "{lang}, round {round}: {:?}",
+                    got.decided_by
+                );
+                assert_eq!(
+                    got.order, expected.order,
+                    "{lang}, images, round {round} ({config:?}): {disk:?} {images:?}"
+                );
+                let got = setup
+                    .registry
+                    .plan_containers(&dead, Vec::new(), &gc_policy);
+                assert!(
+                    plugin_decided(&got),
+                    "{lang}, round {round}: {:?}",
+                    got.decided_by
+                );
+                assert_eq!(
+                    got.order, expected_dead.order,
+                    "{lang}, containers, round {round} ({config:?}): {dead:?}"
+                );
+            }
+        }
+        for (lang, setup) in &others {
+            let report = setup.registry.report();
+            assert_eq!(report["plugins"][0]["faults"], 0, "{lang}: {report}");
         }
     }
 }
