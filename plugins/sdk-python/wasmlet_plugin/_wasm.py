@@ -91,3 +91,36 @@ def pod_access(in_probe: bool):
 def err(e: BaseException):
     """The componentize-py error for result<_, string>."""
     return _Err(str(e))
+
+
+class Instance:
+    """The one plugin object of a component instance, made on first use (after the host's
+    functions are installed) and made afresh by every ``configure``. ``run`` turns an
+    exception into the ``err`` of a ``result<_, string>`` export."""
+
+    def __init__(self, plugin_class, meta: bool):
+        self._class = plugin_class
+        self._meta = meta
+        self._plugin = None
+
+    def get(self):
+        if self._plugin is None:
+            install_host()
+            if self._meta:
+                install_meta()
+            self._plugin = self._class()
+        return self._plugin
+
+    @staticmethod
+    def run(f):
+        try:
+            return f()
+        except Exception as e:
+            raise err(e)
+
+    def configure(self, config: str) -> None:
+        self._plugin = None
+        self.run(lambda: self.get().configure(config))
+
+    def self_check(self) -> None:
+        self.run(lambda: self.get().self_check())

@@ -26,31 +26,17 @@ def world(policy_class):
     """The class componentize-py exports (name it ``WitWorld`` in the app module).
     One plugin instance lives as long as the component instance."""
 
-    state = {}
-
-    def plugin():
-        if "p" not in state:
-            _wasm.install_host()
-            _wasm.install_meta()
-            state["p"] = policy_class()
-        return state["p"]
+    instance = _wasm.Instance(policy_class, meta=True)
 
     class WitWorld:
         def configure(self, config: str) -> None:
-            try:
-                state.pop("p", None)
-                plugin().configure(config)
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.configure(config)
 
         def self_check(self) -> None:
-            try:
-                plugin().self_check()
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.self_check()
 
         def rank(self, node, pressure, pods):
-            try:
+            def rank():
                 n = NodeInfo(
                     node.memory_capacity_bytes, node.memory_allocatable_bytes,
                     node.cpu_capacity_millis, node.cpu_allocatable_millis, node.pods_capacity,
@@ -58,8 +44,7 @@ def world(policy_class):
                     node.imagefs_capacity_bytes)
                 obs = [SignalObservation(Signal(o.signal.value), o.available, o.capacity, o.threshold)
                        for o in pressure]
-                return list(plugin().rank(n, obs, unpack_pods(pods)))
-            except Exception as e:
-                raise _wasm.err(e)
+                return list(instance.get().rank(n, obs, unpack_pods(pods)))
+            return instance.run(rank)
 
     return WitWorld

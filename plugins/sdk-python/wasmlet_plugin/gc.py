@@ -142,45 +142,29 @@ def world(strategy_class):
     """The class componentize-py exports (name it ``WitWorld`` in the app module).
     One plugin instance lives as long as the component instance."""
 
-    state = {}
-
-    def plugin():
-        if "p" not in state:
-            _wasm.install_host()
-            _wasm.install_meta()
-            state["p"] = strategy_class()
-        return state["p"]
+    instance = _wasm.Instance(strategy_class, meta=True)
 
     class WitWorld:
         def configure(self, config: str) -> None:
-            try:
-                state.pop("p", None)
-                plugin().configure(config)
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.configure(config)
 
         def self_check(self) -> None:
-            try:
-                plugin().self_check()
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.self_check()
 
         def plan_images(self, disk, images):
-            try:
+            def plan():
                 d = DiskInfo(disk.capacity_bytes, disk.available_bytes, disk.bytes_to_free,
                              disk.min_age_ms, disk.max_age_ms)
                 infos = [ImageInfo(i.size_bytes, i.first_seen_unix_ms, i.last_used_unix_ms,
                                    bool(i.in_use), bool(i.pinned)) for i in images]
-                return [int(i) for i in plugin().plan_images(d, infos)]
-            except Exception as e:
-                raise _wasm.err(e)
+                return [int(i) for i in instance.get().plan_images(d, infos)]
+            return instance.run(plan)
 
         def plan_containers(self, dead):
-            try:
+            def plan():
                 infos = [DeadContainer(bool(c.pod_deleted), c.finished_unix_ms, c.per_container_rank,
                                        c.unit, c.pod) for c in dead]
-                return [int(i) for i in plugin().plan_containers(infos)]
-            except Exception as e:
-                raise _wasm.err(e)
+                return [int(i) for i in instance.get().plan_containers(infos)]
+            return instance.run(plan)
 
     return WitWorld

@@ -26,39 +26,25 @@ class LifecycleHooks:
 
 
 def world(hooks_class):
-    state = {}
-
-    def plugin():
-        if "p" not in state:
-            _wasm.install_host()
-            _wasm.install_meta()
-            state["p"] = hooks_class()
-        return state["p"]
-
-    def run(f):
-        try:
-            return f()
-        except Exception as e:
-            raise _wasm.err(e)
+    instance = _wasm.Instance(hooks_class, meta=True)
 
     class WitWorld:
         def configure(self, config):
-            state.pop("p", None)
-            run(lambda: plugin().configure(config))
+            instance.configure(config)
 
         def self_check(self):
-            run(lambda: plugin().self_check())
+            instance.self_check()
 
         def admit(self, pod):
             p = AdmissionPod(pod.index, pod.priority, QosClass(pod.qos.value), pod.is_static, pod.is_critical,
                              [AdmissionContainer(c.name, c.is_init, c.has_cpu_request, c.has_memory_request,
                                                  c.has_cpu_limit, c.has_memory_limit) for c in pod.containers])
-            run(lambda: plugin().admit(p))
+            instance.run(lambda: instance.get().admit(p))
 
         def post_start(self, container):
-            run(lambda: plugin().post_start(container, _wasm.pod_access(False)))
+            instance.run(lambda: instance.get().post_start(container, _wasm.pod_access(False)))
 
         def pre_stop(self, container, grace_ms):
-            run(lambda: plugin().pre_stop(container, grace_ms, _wasm.pod_access(False)))
+            instance.run(lambda: instance.get().pre_stop(container, grace_ms, _wasm.pod_access(False)))
 
     return WitWorld

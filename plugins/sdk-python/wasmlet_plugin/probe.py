@@ -20,34 +20,21 @@ class ProbeHandler:
 
 
 def world(probe_class):
-    state = {}
-
-    def plugin():
-        if "p" not in state:
-            _wasm.install_host()
-            state["p"] = probe_class()
-        return state["p"]
+    instance = _wasm.Instance(probe_class, meta=False)
 
     class WitWorld:
         def configure(self, config: str) -> None:
-            try:
-                state.pop("p", None)
-                plugin().configure(config)
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.configure(config)
 
         def self_check(self) -> None:
-            try:
-                plugin().self_check()
-            except Exception as e:
-                raise _wasm.err(e)
+            instance.self_check()
 
         def check(self, request):
             wt = _wasm.wit_types
             req = ProbeRequest(request.args, request.timeout_ms, request.pod_ip, list(request.ports),
                                list(request.containers), request.container, ProbeKind(request.kind.value))
             try:
-                r = plugin().check(req, _wasm.pod_access(True))
+                r = instance.get().check(req, _wasm.pod_access(True))
             except Exception as e:
                 r = ProbeResult(ProbeOutcome.FAILURE, f"plugin raised: {e}")
             return wt.ProbeResult(wt.ProbeOutcome(int(r.outcome)), r.message)
