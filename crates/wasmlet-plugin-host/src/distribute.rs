@@ -5,7 +5,7 @@ use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::detect_world;
 use crate::oci::artifact::{self, ComponentInfo};
 use crate::oci::{self, OciReference, Remote};
-use crate::tool::ToolError;
+use crate::tool::{plugin_error, ToolError};
 use std::path::{Path, PathBuf};
 
 /// How to reach a registry: the flags every command shares.
@@ -60,10 +60,7 @@ pub fn push_plugin(
     access: &RegistryAccess,
 ) -> Result<String, ToolError> {
     let reference = parse(reference)?;
-    let fail = |message: String| ToolError::Plugin {
-        file: file.to_path_buf(),
-        message,
-    };
+    let fail = |message: String| plugin_error(file, message);
     let wasm = std::fs::read(file).map_err(|e| fail(format!("cannot read: {e}")))?;
     let engine = PluginEngine::new(None).map_err(|e| fail(e.to_string()))?;
     let component = engine
@@ -135,10 +132,7 @@ pub fn pull_plugin(
             .unwrap_or("plugin");
         PathBuf::from(format!("{name}.wasm"))
     });
-    std::fs::write(&file, &wasm).map_err(|e| ToolError::Plugin {
-        file: file.clone(),
-        message: format!("cannot write: {e}"),
-    })?;
+    std::fs::write(&file, &wasm).map_err(|e| plugin_error(&file, format!("cannot write: {e}")))?;
     Ok(Pulled {
         digest,
         file,
@@ -154,10 +148,8 @@ pub fn sign_plugin(
     access: &RegistryAccess,
 ) -> Result<String, ToolError> {
     let reference = parse(reference)?;
-    let pem = std::fs::read_to_string(key).map_err(|e| ToolError::Plugin {
-        file: key.to_path_buf(),
-        message: format!("cannot read the key: {e}"),
-    })?;
+    let pem = std::fs::read_to_string(key)
+        .map_err(|e| plugin_error(key, format!("cannot read the key: {e}")))?;
     let remote = remote(&reference, access)?;
     let (digest, tag) = run(&reference, async {
         let digest = remote.resolve().await?;

@@ -14,7 +14,7 @@ pub use build::{build_project, BuildOptions, Built};
 pub use scaffold::new_plugin;
 
 use crate::config::{is_dns_label, World};
-use crate::tool::ToolError;
+use crate::tool::{plugin_error, ToolError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -104,13 +104,6 @@ pub struct Project {
     pub sdk: Option<PathBuf>,
 }
 
-fn project_error(dir: &Path, message: impl Into<String>) -> ToolError {
-    ToolError::Plugin {
-        file: dir.to_path_buf(),
-        message: message.into(),
-    }
-}
-
 impl Project {
     /// Reads the project in `dir`: its manifest when there is one, otherwise what its files
     /// show. `lang` and `world`, when given, must agree with what is found (or settle it
@@ -120,22 +113,22 @@ impl Project {
         lang: Option<Lang>,
         world: Option<World>,
     ) -> Result<Project, ToolError> {
-        let dir = std::path::absolute(dir).map_err(|e| project_error(dir, e.to_string()))?;
+        let dir = std::path::absolute(dir).map_err(|e| plugin_error(dir, e.to_string()))?;
         if !dir.is_dir() {
-            return Err(project_error(&dir, "not a directory"));
+            return Err(plugin_error(&dir, "not a directory"));
         }
         let manifest_path = dir.join(MANIFEST);
         let manifest = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => Some(parse_manifest(&manifest_path, &text)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(project_error(&manifest_path, format!("cannot read: {e}"))),
+            Err(e) => return Err(plugin_error(&manifest_path, format!("cannot read: {e}"))),
         };
         let found_lang = match &manifest {
             Some(m) => Some(m.lang),
             None => detect_lang(&dir),
         };
         let lang = agree(&dir, "--lang", lang, found_lang, Lang::as_str)?.ok_or_else(|| {
-            project_error(
+            plugin_error(
                 &dir,
                 format!("no {MANIFEST}, Cargo.toml, go.mod, app.py or component.js: which language is it? (--lang)"),
             )
@@ -147,7 +140,7 @@ impl Project {
         let world = agree(&dir, "--world", world, found_world, World::as_str)?;
         // A Rust crate's world is in the component it builds, found after the build.
         if world.is_none() && lang != Lang::Rust {
-            return Err(project_error(
+            return Err(plugin_error(
                 &dir,
                 "cannot tell the world: the code imports none of the SDK's world modules (--world)",
             ));
@@ -160,7 +153,7 @@ impl Project {
                 .unwrap_or_default(),
         };
         if !is_dns_label(&name) {
-            return Err(project_error(
+            return Err(plugin_error(
                 &dir,
                 format!("the plugin name {name:?} is not a lowercase DNS label: set `name` in {MANIFEST}"),
             ));
@@ -185,7 +178,7 @@ impl Project {
 fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, ToolError> {
     serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text)).map_err(|e| {
         let field = e.path().to_string();
-        project_error(path, format!("field `{field}`: {}", e.into_inner()))
+        plugin_error(path, format!("field `{field}`: {}", e.into_inner()))
     })
 }
 
@@ -198,7 +191,7 @@ fn agree<T: Copy + PartialEq>(
     name: fn(T) -> &'static str,
 ) -> Result<Option<T>, ToolError> {
     match (given, found) {
-        (Some(g), Some(f)) if g != f => Err(project_error(
+        (Some(g), Some(f)) if g != f => Err(plugin_error(
             dir,
             format!("{flag} {} but the project is {}", name(g), name(f)),
         )),
@@ -231,7 +224,7 @@ fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ToolError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(project_error(&path, format!("cannot read: {e}"))),
+        Err(e) => return Err(plugin_error(&path, format!("cannot read: {e}"))),
     };
     let module = |rest: &str| -> Option<World> {
         let word: String = rest

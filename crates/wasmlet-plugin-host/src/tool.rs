@@ -56,7 +56,8 @@ pub enum ToolError {
     },
 }
 
-fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError {
+/// The error of a tool run about `file` (a component, a project directory or a key).
+pub(crate) fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError {
     ToolError::Plugin {
         file: file.to_path_buf(),
         message: message.into(),

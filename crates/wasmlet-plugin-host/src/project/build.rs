@@ -6,7 +6,7 @@
 //! it is reported built.
 
 use super::sdk::SdkTree;
-use super::{project_error, Lang, Project};
+use super::{plugin_error, Lang, Project};
 use crate::config::World;
 use crate::engine::PluginEngine;
 use crate::instance::detect_world;
@@ -50,7 +50,7 @@ pub struct Built {
 pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ToolError> {
     let mut project = Project::open(dir, options.lang, options.world)?;
     let out = match &options.out {
-        Some(out) => std::path::absolute(out).map_err(|e| project_error(out, e.to_string()))?,
+        Some(out) => std::path::absolute(out).map_err(|e| plugin_error(out, e.to_string()))?,
         None => project.dir.join(format!("{}.wasm", project.name)),
     };
     let tools = match &options.tools_dir {
@@ -59,7 +59,7 @@ pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ToolEr
     };
     let sdk = options.sdk.as_deref().or(project.sdk.as_deref());
     let tree = || {
-        SdkTree::find(project.lang, sdk, &project.dir).map_err(|m| project_error(&project.dir, m))
+        SdkTree::find(project.lang, sdk, &project.dir).map_err(|m| plugin_error(&project.dir, m))
     };
     let builder = Builder {
         project: &project,
@@ -93,21 +93,21 @@ fn default_tools_dir() -> PathBuf {
 /// The component must implement the project's world (or, for a Rust crate whose world is
 /// not declared, any world, which becomes the project's).
 fn check_world(file: &Path, expected: Option<World>) -> Result<World, ToolError> {
-    let engine = PluginEngine::new(None).map_err(|e| project_error(file, format!("{e:#}")))?;
+    let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
     let (component, _) = engine
         .load_file(file)
-        .map_err(|e| project_error(file, e.to_string()))?;
+        .map_err(|e| plugin_error(file, e.to_string()))?;
     match (expected, detect_world(&component)) {
         (Some(world), Some(found)) if world == found => Ok(world),
         (None, Some(found)) => Ok(found),
-        (Some(world), _) => Err(project_error(
+        (Some(world), _) => Err(plugin_error(
             file,
             format!(
                 "the built component does not implement world {}",
                 world.as_str()
             ),
         )),
-        (None, None) => Err(project_error(
+        (None, None) => Err(plugin_error(
             file,
             "the built component implements none of the worlds of wasmlet:plugin@0.1.1",
         )),
@@ -124,7 +124,7 @@ impl Builder<'_> {
     fn world(&self) -> Result<World, ToolError> {
         self.project
             .world
-            .ok_or_else(|| project_error(&self.project.dir, "cannot tell the world (--world)"))
+            .ok_or_else(|| plugin_error(&self.project.dir, "cannot tell the world (--world)"))
     }
 
     /// cargo for `wasm32-wasip2`; the artifact is found in cargo's JSON messages, so
@@ -160,7 +160,7 @@ impl Builder<'_> {
             })
             .find(|file| file.extension().is_some_and(|e| e == "wasm"));
         let artifact = artifact.ok_or_else(|| {
-            project_error(
+            plugin_error(
                 &manifest,
                 "cargo built no .wasm: the crate needs `crate-type = [\"cdylib\"]` in [lib]",
             )
@@ -268,13 +268,13 @@ impl Builder<'_> {
             .join("node_modules/@bytecodealliance/jco/package.json")
             .is_file()
         {
-            std::fs::create_dir_all(&tools).map_err(|e| project_error(&tools, e.to_string()))?;
+            std::fs::create_dir_all(&tools).map_err(|e| plugin_error(&tools, e.to_string()))?;
             let package = tools.join("package.json");
             std::fs::write(
                 &package,
                 "{\"name\":\"wasmlet-plugin-tools\",\"private\":true}\n",
             )
-            .map_err(|e| project_error(&package, e.to_string()))?;
+            .map_err(|e| plugin_error(&package, e.to_string()))?;
             run(
                 Command::new("npm")
                     .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
@@ -316,13 +316,13 @@ impl Builder<'_> {
 fn copy(from: &Path, to: &Path) -> Result<(), ToolError> {
     std::fs::copy(from, to)
         .map(drop)
-        .map_err(|e| project_error(to, format!("cannot copy {}: {e}", from.display())))
+        .map_err(|e| plugin_error(to, format!("cannot copy {}: {e}", from.display())))
 }
 
 /// Runs a build step; its stdout on success, its output's tail in the error otherwise.
 fn run(command: &mut Command, what: &str, dir: &Path) -> Result<Vec<u8>, ToolError> {
     let output = command.output().map_err(|e| {
-        project_error(
+        plugin_error(
             dir,
             format!("{what}: cannot run {:?}: {e}", command.get_program()),
         )
@@ -334,7 +334,7 @@ fn run(command: &mut Command, what: &str, dir: &Path) -> Result<Vec<u8>, ToolErr
         + &String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-    Err(project_error(
+    Err(plugin_error(
         dir,
         format!("{what} failed ({}):\n{tail}", output.status),
     ))

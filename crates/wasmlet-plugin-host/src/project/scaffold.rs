@@ -2,7 +2,7 @@
 //! native test of its logic, in the layout of the language's SDK examples.
 
 use super::sdk::SdkTree;
-use super::{project_error, Lang, Manifest, MANIFEST};
+use super::{plugin_error, Lang, Manifest, MANIFEST};
 use crate::config::{is_dns_label, World};
 use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
@@ -17,9 +17,8 @@ pub fn new_plugin(
     dir: &Path,
     sdk: Option<&Path>,
 ) -> Result<PathBuf, ToolError> {
-    let root =
-        std::path::absolute(dir.join(name)).map_err(|e| project_error(dir, e.to_string()))?;
-    let fail = |message: String| project_error(&root, message);
+    let root = std::path::absolute(dir.join(name)).map_err(|e| plugin_error(dir, e.to_string()))?;
+    let fail = |message: String| plugin_error(&root, message);
     if !is_dns_label(name) {
         return Err(fail(
             "the name must be a lowercase DNS label, e.g. my-eviction-policy".into(),
@@ -41,9 +40,9 @@ pub fn new_plugin(
     for (file, text) in files {
         let path = root.join(file);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| project_error(parent, e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| plugin_error(parent, e.to_string()))?;
         }
-        std::fs::write(&path, text).map_err(|e| project_error(&path, e.to_string()))?;
+        std::fs::write(&path, text).map_err(|e| plugin_error(&path, e.to_string()))?;
     }
     Ok(root)
 }
