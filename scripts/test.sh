@@ -77,5 +77,7 @@ scripts/control-plane.sh start "$WASMLET_TEST_CLUSTER_DIR" >/dev/null
 trap 'scripts/control-plane.sh stop "$WASMLET_TEST_CLUSTER_DIR" >/dev/null 2>&1 || true' EXIT
 
 step "cargo test (unit + integration, real containerd, real control plane)"
+# The disk's fill level, for reading a failure: test nodes ignore it (tests/integration/harness.rs).
+df -h / /var/lib/containerd >&2 || true
 # --no-fail-fast: one run reports every failing test binary, and still exits non-zero.
 cargo test --release --workspace --no-fail-fast

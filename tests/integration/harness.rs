@@ -114,13 +114,24 @@ impl Node {
                 ca.display()
             ));
         }
+        // The test machine's own disk fill level must not decide a test: at upstream's
+        // defaults a disk over 85 % full puts every test node under DiskPressure (pods
+        // rejected, the node tainted) and lets image GC delete the shared containerd's local
+        // images. Tests about disk eviction or image GC set their own values.
+        let mut host_independent = String::new();
+        if !options.extra_kubelet.contains("evictionHard") {
+            host_independent.push_str("evictionHard: {memory.available: 100Mi}\n");
+        }
+        if !options.extra_kubelet.contains("imageGCHighThresholdPercent") {
+            host_independent.push_str("imageGCHighThresholdPercent: 100\n");
+        }
         let socket = options.runtime_socket.clone().unwrap_or_else(cri_socket);
         let config = dir.path().join("config.yaml");
         let text = format!(
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
              staticPodPath: {manifests}\ncontainerRuntimeEndpoint: unix://{socket}\n\
              fileCheckFrequency: 1s\npodLogsDir: {logs}\nreadOnlyPort: {port}\naddress: {address}\n\
-             healthzPort: 0\n{secure}{extra_kubelet}---\n\
+             healthzPort: 0\n{secure}{host_independent}{extra_kubelet}---\n\
              apiVersion: wasmlet.dev/v1alpha1\nkind: WasmletConfiguration\n{pleg}\
              housekeepingPeriod: 500ms\n{extra_wasmlet}",
             pleg = if options.extra_wasmlet.contains("plegRelistPeriod") {
