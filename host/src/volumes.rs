@@ -22,6 +22,7 @@ use empty_dir::{is_mounted, mount_tmpfs, pod_memory_limit};
 use host_path::host_path_check;
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -182,6 +183,16 @@ pub enum VolumeProblem {
         sub_path: String,
         /// Which step failed and why.
         reason: String,
+    },
+    /// A resolved `subPath` could not be bind-mounted on its target under the pod's directory.
+    #[error("cannot bind-mount subPath {sub_path:?} on {}: {source}", .target.display())]
+    SubPathMount {
+        /// The subPath as written.
+        sub_path: String,
+        /// The node's mount point for it (`<pod-dir>/volume-subpaths/...`).
+        target: PathBuf,
+        /// What the kernel said, or which check failed.
+        source: std::io::Error,
     },
     /// A missing `subPath` could not be created.
     #[error("cannot create subPath {}: {source}", .path.display())]
@@ -497,30 +508,70 @@ impl PodVolumes {
     }
 }
 
-/// Removes a pod's volumes once its containers are gone: unmounts its tmpfs volumes, then
-/// deletes `<root-dir>/pods/<uid>`. hostPath data is never touched.
-pub fn cleanup(root_dir: &Path, uid: &str) {
-    let dir = pod_dir(root_dir, uid);
-    let prefix = format!("{}/", dir.display());
-    if let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") {
-        let mut points: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .filter(|p| p.starts_with(&prefix))
-            .collect();
-        points.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        for point in points {
-            if let Ok(target) = std::ffi::CString::new(point) {
-                // SAFETY: a valid NUL-terminated path.
-                if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
-                    tracing::warn!(mount = point, error = %std::io::Error::last_os_error(), "cannot unmount a pod volume");
-                }
+/// The mount points under `dir`, deepest first, from `/proc/self/mountinfo` (whose octal
+/// escapes of spaces and the like are decoded).
+fn mount_points_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut points: Vec<PathBuf> = text
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(std::ffi::OsString::from_vec(unescape_mountinfo(p))))
+        .filter(|p| p.starts_with(dir) && p != dir)
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
+    points
+}
+
+/// A mountinfo field with its `\ooo` escapes decoded.
+fn unescape_mountinfo(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0')));
+        match octal.and_then(|n| u8::try_from(n).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
             }
         }
     }
+    out
+}
+
+/// Removes a pod's volumes once its containers are gone: unmounts everything mounted under
+/// `<root-dir>/pods/<uid>` (tmpfs volumes and the subPath binds in `volume-subpaths`),
+/// deepest first, then deletes the directory. hostPath data is never touched: a subPath bind
+/// of a hostPath is a mount point, and the directory stays (with a warning) while any mount
+/// is left under it, as `remove_dir_all` would otherwise descend into it. Nothing here follows
+/// a symlink: mountinfo lists kernel paths, the unmounts use `UMOUNT_NOFOLLOW`, and
+/// `remove_dir_all` unlinks a symlink instead of entering it, so a link a container planted in
+/// a volume never leads the cleanup out of the pod's directory.
+pub fn cleanup(root_dir: &Path, uid: &str) {
+    use rustix::mount::{unmount, UnmountFlags};
+    let dir = pod_dir(root_dir, uid);
+    for point in mount_points_under(&dir) {
+        if let Err(error) = unmount(&point, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW) {
+            warn!(mount = %point.display(), %error, "cannot unmount a pod volume");
+        }
+    }
+    let left = mount_points_under(&dir);
+    if let Some(point) = left.first() {
+        warn!(dir = %dir.display(), mount = %point.display(), mounts = left.len(), "pod directory still has mounts; not removing it");
+        return;
+    }
     if let Err(error) = std::fs::remove_dir_all(&dir) {
         if error.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(dir = %dir.display(), %error, "cannot remove the pod's volumes");
+            warn!(dir = %dir.display(), %error, "cannot remove the pod's volumes");
         }
     }
 }

@@ -122,7 +122,10 @@ impl Node {
         if !options.extra_kubelet.contains("evictionHard") {
             host_independent.push_str("evictionHard: {memory.available: 100Mi}\n");
         }
-        if !options.extra_kubelet.contains("imageGCHighThresholdPercent") {
+        if !options
+            .extra_kubelet
+            .contains("imageGCHighThresholdPercent")
+        {
             host_independent.push_str("imageGCHighThresholdPercent: 100\n");
         }
         let socket = options.runtime_socket.clone().unwrap_or_else(cri_socket);
@@ -458,6 +461,16 @@ impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
         self.remove_everything();
+        // A pod still there when the node was killed keeps its mounts (tmpfs volumes, subPath
+        // binds): unmount them as wasmlet would, so the temp dir goes without leaving any.
+        let root = self.dir.path().join("root");
+        for pod in std::fs::read_dir(root.join("pods"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            wasmlet::volumes::cleanup(&root, &pod.file_name().to_string_lossy());
+        }
     }
 }
 

@@ -97,8 +97,9 @@ impl RuntimeManager {
             .await
             .map_err(|error| error.to_string());
         let config = envs.and_then(|envs| {
-            let mounts =
-                volumes::mounts(container, ctx.volume_paths).map_err(|error| error.to_string())?;
+            let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
+            let mounts = volumes::mounts(container, ctx.volume_paths, &pod_dir)
+                .map_err(|error| error.to_string())?;
             pod_config::container_config(
                 ctx.pod,
                 container,

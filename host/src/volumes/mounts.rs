@@ -1,6 +1,7 @@
-//! `volumeMounts` to CRI mounts: readOnly, subPath (resolved beneath its volume), propagation.
+//! `volumeMounts` to CRI mounts: readOnly, subPath (resolved beneath its volume and bound
+//! under the pod's directory), propagation.
 
-use super::{VolumeError, VolumeProblem};
+use super::{sub_path, VolumeError, VolumeProblem};
 use crate::cri::api;
 use k8s_openapi::api::core::v1::Container;
 use std::collections::HashMap;
@@ -15,13 +16,15 @@ pub fn valid_sub_path(sub_path: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
-/// The CRI mounts of `container`, from the prepared volume paths.
+/// The CRI mounts of `container`, from the prepared volume paths. A subPath is bind-mounted
+/// by the node under `pod_dir` (`<root-dir>/pods/<uid>`) and the runtime gets that mount.
 pub fn mounts(
     container: &Container,
     volumes: &HashMap<String, PathBuf>,
+    pod_dir: &Path,
 ) -> Result<Vec<api::Mount>, VolumeError> {
     let mut out = Vec::new();
-    for mount in container.volume_mounts.iter().flatten() {
+    for (index, mount) in container.volume_mounts.iter().flatten().enumerate() {
         let fail = |reason: VolumeProblem| VolumeError {
             volume: mount.name.clone(),
             reason,
@@ -36,7 +39,18 @@ pub fn mounts(
                     sub_path: sub.into(),
                 }));
             }
-            host_path = super::sub_path::resolve(base, sub).map_err(fail)?;
+            let target = sub_path::bind::target(pod_dir, &mount.name, &container.name, index)
+                .ok_or_else(|| {
+                    fail(VolumeProblem::SubPathMount {
+                        sub_path: sub.into(),
+                        target: pod_dir.to_path_buf(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "the volume or container name is not a plain file name",
+                        ),
+                    })
+                })?;
+            host_path = sub_path::mount(base, sub, &target).map_err(fail)?;
         }
         let propagation = match mount.mount_propagation.as_deref() {
             None | Some("None") => api::MountPropagation::PropagationPrivate,

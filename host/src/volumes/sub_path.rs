@@ -2,13 +2,17 @@
 //! that shares the volume may have replaced a directory on the way with a symlink to `/`
 //! (the CVE-2017-1002101 class). Every step is opened with `openat2(RESOLVE_BENEATH)` from the
 //! volume's own directory, so a symlink may point within the volume and never out of it, and a
-//! missing directory is created with `mkdirat` in the parent so resolved, never by path. The
-//! bind mount then gets the path the kernel resolved, not the one written.
+//! missing directory is created with `mkdirat` in the parent so resolved, never by path.
+//!
+//! The path is never handed on: while the resolved file descriptor is still open, [`mount`]
+//! bind-mounts it ([`bind`]) onto a target under the pod's directory, which only the node
+//! writes, and the runtime gets that target. A component swapped for a symlink after the walk
+//! changes nothing the container sees (upstream's `doBindSubPath`).
 
 use super::VolumeProblem;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
 /// Mode of a directory created for a missing subPath (upstream's `0750` for subpaths it
@@ -25,9 +29,27 @@ fn beneath(dir: &OwnedFd, path: &Path) -> Result<OwnedFd, Errno> {
     )
 }
 
-/// The host path `sub_path` of the volume at `base` resolves to, created as a directory when
-/// missing (as upstream). `sub_path` is already known to be relative without `..`.
-pub fn resolve(base: &Path, sub_path: &str) -> Result<PathBuf, VolumeProblem> {
+/// Resolves `sub_path` beneath the volume at `base` and bind-mounts what it names onto
+/// `target` (see [`bind`]); returns `target`, the path the runtime mounts into the container.
+/// `sub_path` is already known to be relative without `..`.
+pub fn mount(base: &Path, sub_path: &str, target: &Path) -> Result<PathBuf, VolumeProblem> {
+    let fd = open(base, sub_path)?;
+    match bind::bind(&fd, target) {
+        Ok(reused) => {
+            tracing::debug!(sub_path, target = %target.display(), reused, "subPath bound");
+            Ok(target.to_path_buf())
+        }
+        Err(source) => Err(VolumeProblem::SubPathMount {
+            sub_path: sub_path.to_string(),
+            target: target.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Opens (`O_PATH`) what `sub_path` of the volume at `base` resolves to, created as a
+/// directory when missing (as upstream).
+fn open(base: &Path, sub_path: &str) -> Result<OwnedFd, VolumeProblem> {
     let escape = |reason: String| VolumeProblem::SubPathEscapes {
         sub_path: sub_path.to_string(),
         reason,
@@ -68,9 +90,7 @@ pub fn resolve(base: &Path, sub_path: &str) -> Result<PathBuf, VolumeProblem> {
         };
         current = Some(fd);
     }
-    let fd = current.unwrap_or(root);
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))
-        .map_err(|e| escape(format!("cannot read the resolved path: {e}")))
+    Ok(current.unwrap_or(root))
 }
 
 fn refusal(
@@ -92,9 +112,18 @@ fn refusal(
     }
 }
 
+pub(super) mod bind;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// The path the kernel resolved `sub_path` to.
+    fn resolve(base: &Path, sub_path: &str) -> Result<PathBuf, VolumeProblem> {
+        let fd = open(base, sub_path)?;
+        Ok(std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default())
+    }
 
     fn volume() -> tempfile::TempDir {
         tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"))

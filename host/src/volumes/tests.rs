@@ -67,6 +67,94 @@ fn atomic_writer_layout_and_rewrites() {
     );
 }
 
+/// Every file under `dir` with its bytes and mode, symlinks by their target.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, String, u32)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        for entry in std::fs::read_dir(&path).unwrap().flatten() {
+            let meta = entry.path().symlink_metadata().unwrap();
+            let content = if meta.is_dir() {
+                pending.push(entry.path());
+                String::new()
+            } else if meta.is_symlink() {
+                std::fs::read_link(entry.path())
+                    .unwrap()
+                    .display()
+                    .to_string()
+            } else {
+                std::fs::read_to_string(entry.path()).unwrap()
+            };
+            out.push((entry.path(), content, meta.permissions().mode()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A container with the volume writable plants symlinks out of it: the writer replaces them
+/// and writes, chmods and deletes nothing outside.
+#[test]
+fn atomic_writer_never_follows_a_planted_symlink_out_of_the_volume() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("labels"), "precious").unwrap();
+    std::fs::set_permissions(
+        outside.path().join("labels"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::create_dir(outside.path().join("sub")).unwrap();
+    std::fs::write(outside.path().join("sub/name"), "precious").unwrap();
+    let before = snapshot(outside.path());
+
+    let vol = dir.path().join("v");
+    let files = vec![
+        FileProjection::new("labels", "app=\"web\"", 0o644),
+        FileProjection::new("sub/name", "web", 0o644),
+    ];
+    atomic_write(&vol, &files).unwrap();
+    let plant = |name: &str, to: &Path| {
+        std::fs::remove_file(vol.join(name)).unwrap();
+        symlink(to, vol.join(name)).unwrap();
+    };
+    plant("..data", outside.path());
+    plant("labels", &outside.path().join("labels"));
+    plant("sub", &outside.path().join("sub"));
+    let changed = vec![
+        FileProjection::new("labels", "app=\"api\"", 0o640),
+        FileProjection::new("sub/name", "api", 0o600),
+    ];
+    atomic_write(&vol, &changed).unwrap();
+    assert_eq!(snapshot(outside.path()), before, "nothing outside changed");
+    assert_eq!(
+        std::fs::read_to_string(vol.join("labels")).unwrap(),
+        "app=\"api\""
+    );
+    assert_eq!(
+        std::fs::read_to_string(vol.join("sub/name")).unwrap(),
+        "api"
+    );
+    assert_eq!(
+        std::fs::read_link(vol.join("sub")).unwrap(),
+        Path::new("..data/sub")
+    );
+    assert!(std::fs::read_link(vol.join("..data"))
+        .unwrap()
+        .to_string_lossy()
+        .starts_with(".."));
+
+    // The same payload again, with only a top-level name swapped: repaired too.
+    plant("labels", outside.path());
+    atomic_write(&vol, &changed).unwrap();
+    assert_eq!(snapshot(outside.path()), before, "nothing outside changed");
+    assert_eq!(
+        std::fs::read_to_string(vol.join("labels")).unwrap(),
+        "app=\"api\""
+    );
+}
+
 #[test]
 fn sub_paths_stay_inside() {
     assert!(valid_sub_path("a/b"));
