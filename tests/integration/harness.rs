@@ -122,7 +122,10 @@ impl Node {
         if !options.extra_kubelet.contains("evictionHard") {
             host_independent.push_str("evictionHard: {memory.available: 100Mi}\n");
         }
-        if !options.extra_kubelet.contains("imageGCHighThresholdPercent") {
+        if !options
+            .extra_kubelet
+            .contains("imageGCHighThresholdPercent")
+        {
             host_independent.push_str("imageGCHighThresholdPercent: 100\n");
         }
         let socket = options.runtime_socket.clone().unwrap_or_else(cri_socket);
