@@ -2,7 +2,8 @@
 //! ports, its grace period. A leaf, so that workers, hooks, probes, admission and eviction
 //! share it without depending on each other.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{LifecycleHandler, Pod, Probe};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -49,19 +50,52 @@ pub fn grace_period(pod: &Pod) -> Duration {
     Duration::from_secs(seconds.max(0) as u64).max(MINIMUM_GRACE)
 }
 
-/// The container ports `pod` declares (app and init containers), sorted and deduplicated:
-/// what a scoped plugin's `tcp-connect` and `http-get` may reach.
+/// The ports `pod` declares, sorted and deduplicated: its containers' `ports` (app and init
+/// containers) and the numeric ports its own probes (`httpGet`, `tcpSocket`, `grpc`) and
+/// lifecycle handlers (`httpGet`, `tcpSocket`) name — named ports resolve to container ports,
+/// already listed. This is all a scoped plugin's `tcp-connect` and `http-get` may reach.
 pub fn declared_ports(pod: &Pod) -> Vec<u16> {
-    let mut ports: Vec<u16> = pod
-        .spec
-        .iter()
-        .flat_map(|s| {
-            s.containers
-                .iter()
-                .chain(s.init_containers.iter().flatten())
-        })
+    let Some(spec) = &pod.spec else {
+        return Vec::new();
+    };
+    let containers = || {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+    };
+    let numeric = |port: &IntOrString| match port {
+        IntOrString::Int(n) => u16::try_from(*n).ok(),
+        IntOrString::String(_) => None,
+    };
+    let probe_ports = |probe: &Probe| {
+        [
+            probe.http_get.as_ref().and_then(|h| numeric(&h.port)),
+            probe.tcp_socket.as_ref().and_then(|t| numeric(&t.port)),
+            probe.grpc.as_ref().and_then(|g| u16::try_from(g.port).ok()),
+        ]
+    };
+    let handler_ports = |handler: &LifecycleHandler| {
+        [
+            handler.http_get.as_ref().and_then(|h| numeric(&h.port)),
+            handler.tcp_socket.as_ref().and_then(|t| numeric(&t.port)),
+        ]
+    };
+    let mut ports: Vec<u16> = containers()
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| u16::try_from(p.container_port).ok())
+        .chain(containers().flat_map(|c| {
+            [&c.liveness_probe, &c.readiness_probe, &c.startup_probe]
+                .into_iter()
+                .flatten()
+                .flat_map(|p| probe_ports(p))
+                .chain(c.lifecycle.iter().flat_map(|l| {
+                    [&l.post_start, &l.pre_stop]
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|h| handler_ports(h))
+                }))
+                .flatten()
+        }))
         .collect();
     ports.sort_unstable();
     ports.dedup();
@@ -91,4 +125,34 @@ pub fn is_static(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|a| a.get("kubernetes.io/config.source"))
         .is_some_and(|source| source != "api")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_ports_are_container_probe_and_handler_ports() {
+        let pod: Pod = serde_yaml::from_str(
+            r#"
+metadata: {name: p}
+spec:
+  initContainers:
+  - {name: init, image: i, ports: [{containerPort: 9000}]}
+  containers:
+  - name: web
+    image: i
+    ports: [{containerPort: 8080, name: http}, {containerPort: 70000}]
+    livenessProbe: {httpGet: {port: http, path: /}}
+    readinessProbe: {tcpSocket: {port: 8081}}
+    startupProbe: {grpc: {port: 8082}}
+    lifecycle:
+      postStart: {httpGet: {port: 8083}}
+      preStop: {tcpSocket: {port: 8080}}
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(declared_ports(&pod), vec![8080, 8081, 8082, 8083, 9000]);
+        assert!(declared_ports(&Pod::default()).is_empty());
+    }
 }

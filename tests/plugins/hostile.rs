@@ -321,6 +321,7 @@ fn a_guest_sleeping_in_wasi_is_stopped_at_its_deadline_in_every_world() {
             shadow: false,
             rollout: None,
             capabilities: Capabilities::default(),
+            selector: None,
         };
         let version = LoadedPlugin::load(&engine, &spec, &bytes, &sha256_hex(&bytes)).unwrap();
         let fault = prompt(export, || version.validate()).expect_err("validation is cut");

@@ -12,6 +12,7 @@ mod hooks;
 mod hostile;
 mod metrics;
 mod oci;
+mod pod_access;
 mod probe;
 mod rollout;
 mod swap;

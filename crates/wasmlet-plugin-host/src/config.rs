@@ -1,6 +1,7 @@
 //! The plugin config file (`pluginConfig:` in the WasmletConfiguration): which component
 //! serves which world, with what limits and what `configure` text.
 
+use crate::selector::PodSelector;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -81,9 +82,10 @@ impl Default for Limits {
     }
 }
 
-/// What a plugin may reach through WASI beyond the deny-all default: host directories and
-/// environment variables the operator names. Network access is never granted through WASI;
-/// probe and hook plugins reach their pod through the host's scoped imports instead.
+/// What a plugin may reach beyond the deny-all default: host directories and environment
+/// variables through WASI, and, for probe and hook plugins, `exec` in the containers the
+/// operator names. Network access is never granted through WASI; probe and hook plugins
+/// reach their pod through the host's scoped imports instead.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Capabilities {
@@ -93,6 +95,19 @@ pub struct Capabilities {
     /// Environment variables the plugin sees (it sees none of the host's).
     #[serde(default)]
     pub environment: BTreeMap<String, String>,
+    /// Containers a probe or hook plugin may `exec` in (`"*"`: every container of the pod it
+    /// serves); none by default, so a plugin cannot run commands in pods unless granted.
+    #[serde(default)]
+    pub exec: Vec<String>,
+}
+
+impl Capabilities {
+    /// Whether `exec` in the container `name` is granted.
+    pub fn may_exec_in(&self, name: &str) -> bool {
+        self.exec
+            .iter()
+            .any(|granted| granted == "*" || granted == name)
+    }
 }
 
 /// A host directory preopened for the plugin, read-only unless `writable`.
@@ -182,8 +197,10 @@ pub struct PluginSpec {
     /// A new version runs as the serving one's candidate before it is swapped in (eviction
     /// plugins only); none: a new version is swapped in once it validates.
     pub rollout: Option<Rollout>,
-    /// WASI grants; none by default.
+    /// WASI and exec grants; none by default.
     pub capabilities: Capabilities,
+    /// The pods a `lifecycle-hooks` plugin runs for; every pod when `None`.
+    pub selector: Option<PodSelector>,
 }
 
 #[derive(Deserialize)]
@@ -204,6 +221,8 @@ struct RawSpec {
     rollout: Option<Rollout>,
     #[serde(default)]
     capabilities: Capabilities,
+    #[serde(default)]
+    selector: Option<PodSelector>,
     #[serde(default)]
     insecure: bool,
     #[serde(default)]
@@ -452,6 +471,36 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                 "a variable name must be non-empty and contain no '='".into(),
             ));
         }
+        if let Some((i, _)) = capabilities
+            .exec
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.as_str() != "*" && !is_dns_label(c))
+        {
+            return Err(error(
+                place(&format!("capabilities.exec[{i}]")),
+                "must be a container name or \"*\" (every container of the pod)".into(),
+            ));
+        }
+        if !capabilities.exec.is_empty()
+            && !matches!(spec.world, World::ProbeHandler | World::LifecycleHooks)
+        {
+            return Err(error(
+                place("capabilities.exec"),
+                "only probe-handler and lifecycle-hooks plugins reach a pod's containers".into(),
+            ));
+        }
+        if let Some(selector) = &spec.selector {
+            if spec.world != World::LifecycleHooks {
+                return Err(error(
+                    place("selector"),
+                    "only lifecycle-hooks plugins (admission and hooks) choose their pods; a probe plugin is chosen by the pod's annotation".into(),
+                ));
+            }
+            if let Some((field, reason)) = selector.problem() {
+                return Err(error(place(&format!("selector.{field}")), reason));
+            }
+        }
         specs.push(PluginSpec {
             name: spec.name,
             world: spec.world,
@@ -465,9 +514,15 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
             shadow: spec.shadow,
             rollout: spec.rollout,
             capabilities,
+            selector: spec.selector,
         });
     }
     Ok(specs)
+}
+
+/// A DNS label (RFC 1123), as Kubernetes names containers.
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty() && !name.contains('.') && is_dns_subdomain(name) && name.len() <= 63
 }
 
 /// A DNS subdomain (RFC 1123), as Kubernetes names objects: what a plugin name must be.
@@ -568,6 +623,61 @@ mod tests {
         assert!(e.message.contains("unknown field `network`"), "{e}");
         let e = err("{directories: [{hostPath: /a, readOnly: false}]}");
         assert!(e.message.contains("unknown field `readOnly`"), "{e}");
+    }
+
+    #[test]
+    fn exec_grants_and_selectors_are_checked_per_world() {
+        let parse_one = |world: &str, extra: &str| {
+            parse(
+                Path::new(FILE),
+                &format!(
+                    "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: {world}\n  path: p.wasm\n{extra}"
+                ),
+            )
+        };
+        let specs = parse_one(
+            "lifecycle-hooks",
+            "  capabilities: {exec: [main, '*']}\n  selector: {namespaces: [prod], matchLabels: {team: a}}\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(specs[0].capabilities.may_exec_in("anything"));
+        assert_eq!(
+            specs[0].selector.as_ref().map(|s| s.namespaces.len()),
+            Some(1)
+        );
+        let specs = parse_one("probe-handler", "  capabilities: {exec: [main]}\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(specs[0].capabilities.may_exec_in("main"));
+        assert!(!specs[0].capabilities.may_exec_in("side"));
+        assert!(
+            !Capabilities::default().may_exec_in("main"),
+            "none by default"
+        );
+        let place = |world: &str, extra: &str| match parse_one(world, extra) {
+            Ok(_) => panic!("{world} {extra} was accepted"),
+            Err(e) => e.place,
+        };
+        assert_eq!(
+            place("eviction-policy", "  capabilities: {exec: [main]}\n"),
+            "plugins[0] (p).capabilities.exec"
+        );
+        assert_eq!(
+            place("probe-handler", "  capabilities: {exec: [Main_1]}\n"),
+            "plugins[0] (p).capabilities.exec[0]"
+        );
+        assert_eq!(
+            place("probe-handler", "  selector: {namespaces: [a]}\n"),
+            "plugins[0] (p).selector"
+        );
+        assert_eq!(
+            place(
+                "lifecycle-hooks",
+                "  selector: {matchExpressions: [{key: a, operator: In}]}\n"
+            ),
+            "plugins[0] (p).selector.matchExpressions[0].values"
+        );
+        assert!(place("lifecycle-hooks", "  selector: {labels: {a: b}}\n")
+            .starts_with("plugins[0] (p).selector"));
     }
 
     #[test]

@@ -444,6 +444,9 @@ impl PluginRegistry {
             reason: "no plugin configured".into(),
         };
         for slot in self.slots_of(World::LifecycleHooks) {
+            if meta.first().is_some_and(|m| !slot.selects(m)) {
+                continue;
+            }
             let answer = ask(
                 Some(slot),
                 Answerer::Serving,
@@ -538,7 +541,7 @@ impl PluginRegistry {
         let meta = std::sync::Arc::new(vec![meta]);
         for slot in self.slots_of(World::LifecycleHooks) {
             // A plugin that is not serving (not loaded, or failed) has no hook to run.
-            if slot.serving().is_none() {
+            if slot.serving().is_none() || meta.first().is_some_and(|m| !slot.selects(m)) {
                 continue;
             }
             // `call` cuts the scope to the plugin's own deadline.

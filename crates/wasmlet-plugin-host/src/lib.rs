@@ -22,6 +22,7 @@ mod oci;
 mod project;
 mod records;
 mod registry;
+mod selector;
 mod state;
 mod tool;
 mod wasi;
@@ -44,4 +45,5 @@ pub use records::{
 pub use registry::{
     CandidateRank, PluginRegistry, PluginSlot, PluginState, Rejected, RolloutState, FAULTS_TO_FAIL,
 };
+pub use selector::{LabelRequirement, Operator, PodSelector};
 pub use tool::{parse_grant, test_plugin, validate_plugin, ToolError};

@@ -42,7 +42,8 @@ pub type ExecFn =
 pub struct PodScope {
     /// The address `http-get` and `tcp-connect` go to.
     pub pod_ip: String,
-    /// Declared container ports; `tcp-connect` is limited to them when any are declared.
+    /// The ports the pod declares (its containers' ports and the ports its own probes and
+    /// lifecycle handlers name): `http-get` and `tcp-connect` reach these and no other.
     pub ports: Vec<u16>,
     /// The containers `exec` may run in.
     pub containers: Vec<String>,
@@ -50,6 +51,20 @@ pub struct PodScope {
     pub deadline: Instant,
     /// The scoped exec, when the caller has a runtime to run it on.
     pub exec: Option<ExecFn>,
+}
+
+impl PodScope {
+    /// `Err` with the reason unless `port` is one the pod declares.
+    pub fn check_port(&self, port: u16) -> Result<(), String> {
+        if self.ports.contains(&port) {
+            Ok(())
+        } else {
+            Err(format!(
+                "port {port} is not declared by this pod (declared: {:?}); a plugin reaches only the ports of its containers, probes and handlers",
+                self.ports
+            ))
+        }
+    }
 }
 
 /// Which probe of the container a plugin check stands for.

@@ -15,6 +15,7 @@ use crate::config::{self, PluginSource, PluginSpec, World};
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{Fault, LoadedPlugin};
 use crate::metrics::{CallResult, PluginMetrics, SlotMetrics, SwapResult};
+use crate::records::PodMeta;
 use arc_swap::ArcSwapOption;
 use notify::{RecursiveMode, Watcher};
 use std::collections::{HashSet, VecDeque};
@@ -120,6 +121,16 @@ impl PluginSlot {
         self.stats.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether this plugin runs for the pod `meta` names: its entry's `selector`, if any.
+    pub fn selects(&self, meta: &PodMeta) -> bool {
+        self.spec
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(meta))
+    }
+
     /// The version to call now, unless the plugin is not loaded or has failed.
     pub fn serving(&self) -> Option<Arc<LoadedPlugin>> {
         if self.stats().state != PluginState::Serving {
@@ -218,6 +229,14 @@ impl PluginSlot {
             "limits": {"deadlineMs": spec.limits.deadline_ms, "memoryMiB": spec.limits.memory_mib, "fuel": spec.limits.fuel},
             "lastFault": stats.last_fault,
             "lastRejected": stats.last_rejected,
+            "selector": spec.selector.as_ref().map(|s| serde_json::json!({
+                "namespaces": s.namespaces,
+                "matchLabels": s.match_labels,
+                "matchExpressions": s.match_expressions.iter().map(|r| serde_json::json!({
+                    "key": r.key, "operator": format!("{:?}", r.operator), "values": r.values,
+                })).collect::<Vec<_>>(),
+            })),
+            "exec": spec.capabilities.exec,
             "oci": matches!(spec.source, PluginSource::Oci(_)).then(|| self.oci_report()),
             "rollout": rollout,
         })

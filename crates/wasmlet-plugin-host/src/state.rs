@@ -28,6 +28,8 @@ pub struct HostState {
     pub limits: crate::limiter::InstanceLimiter,
     pub meta: CallMeta,
     pub scope: Option<PodScope>,
+    /// The grants of the plugin's entry: `exec` is checked against them.
+    grants: crate::config::Capabilities,
     /// Log events left for this call, `host.log` and stdout/stderr lines alike.
     pub log_budget: LogBudget,
     /// The plugin's WASI: deny-all plus its config's grants (`super::wasi`).
@@ -102,6 +104,7 @@ impl HostState {
             limits,
             meta: CallMeta::default(),
             scope: None,
+            grants: grants.clone(),
             log_budget,
             wasi,
             table: ResourceTable::new(),
@@ -142,6 +145,7 @@ impl HostState {
         }
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
+        scope.check_port(port)?;
         if scope.pod_ip.is_empty() {
             return Err("the pod has no IP yet".into());
         }
@@ -190,9 +194,7 @@ impl HostState {
     fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
-        if !scope.ports.is_empty() && !scope.ports.contains(&port) {
-            return Err(format!("port {port} is not a port of this pod"));
-        }
+        scope.check_port(port)?;
         let addr: std::net::SocketAddr = format!("{}:{port}", scope.pod_ip)
             .parse()
             .map_err(|_| format!("the pod IP {:?} is not an address", scope.pod_ip))?;
@@ -211,6 +213,12 @@ impl HostState {
         let scope = self.scope()?;
         if !scope.containers.contains(&container) {
             return Err(format!("{container:?} is not a container of this pod"));
+        }
+        if !self.grants.may_exec_in(&container) {
+            return Err(format!(
+                "exec in {container:?} is not granted to plugin {}: its entry needs capabilities.exec: [{container}] (or [\"*\"])",
+                self.plugin
+            ));
         }
         let exec = scope
             .exec

@@ -124,6 +124,7 @@ pub fn validate_plugin(
         shadow: false,
         rollout: None,
         capabilities,
+        selector: None,
     };
     let plugin = LoadedPlugin::load(&engine, &spec, &bytes, &sha256)
         .map_err(|e| plugin_error(file, e.to_string()))?;

@@ -1,6 +1,6 @@
 //! Probe plugins: a container's probe handed to a `probe-handler` component by annotation.
 //! The plugin runs off the executor, scoped to this pod alone (http-get to the pod IP,
-//! tcp-connect to its declared ports, exec in its containers), until the earlier of the
+//! tcp-connect to its declared ports, exec in the containers its entry grants), until the earlier of the
 //! probe's timeout and the plugin's own `deadlineMs`. A fault (trap, deadline, memory cap, no such plugin) fails the probe with the
 //! reason and never reaches anything else.
 
