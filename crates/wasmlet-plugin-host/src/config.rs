@@ -520,11 +520,6 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
     Ok(specs)
 }
 
-/// A DNS label (RFC 1123), as Kubernetes names containers.
-fn is_dns_label(name: &str) -> bool {
-    !name.is_empty() && !name.contains('.') && is_dns_subdomain(name) && name.len() <= 63
-}
-
 /// A DNS subdomain (RFC 1123), as Kubernetes names objects: what a plugin name must be.
 fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253
@@ -538,7 +533,7 @@ fn is_dns_subdomain(name: &str) -> bool {
         })
 }
 
-/// A DNS label (RFC 1123): what `plugin new` accepts as a crate name.
+/// A DNS label (RFC 1123): a container name, and what `plugin new` accepts as a crate name.
 pub(crate) fn is_dns_label(name: &str) -> bool {
     name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
 }

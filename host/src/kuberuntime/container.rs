@@ -98,7 +98,7 @@ impl RuntimeManager {
             .map_err(|error| error.to_string());
         let config = envs.and_then(|envs| {
             let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
-            let mounts = volumes::mounts(container, ctx.volume_paths, &pod_dir)
+            let mounts = volumes::mounts(ctx.pod, container, ctx.volume_paths, &pod_dir)
                 .map_err(|error| error.to_string())?;
             pod_config::container_config(
                 ctx.pod,

@@ -3,7 +3,7 @@
 
 use super::{sub_path, VolumeError, VolumeProblem};
 use crate::cri::api;
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -16,9 +16,27 @@ pub fn valid_sub_path(sub_path: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
-/// The CRI mounts of `container`, from the prepared volume paths. A subPath is bind-mounted
-/// by the node under `pod_dir` (`<root-dir>/pods/<uid>`) and the runtime gets that mount.
+/// Whether the pod's volume `name` holds API data the node writes (configMap, secret,
+/// downwardAPI, projected): mounted read-only whatever the `volumeMount` says, as upstream
+/// has done since 1.10, so a container cannot plant files or symlinks where the node writes.
+fn api_data(pod: &Pod, name: &str) -> bool {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .find(|v| v.name == name)
+        .is_some_and(|v| {
+            v.config_map.is_some()
+                || v.secret.is_some()
+                || v.downward_api.is_some()
+                || v.projected.is_some()
+        })
+}
+
+/// The CRI mounts of `container` of `pod`, from the prepared volume paths. A subPath is
+/// bind-mounted by the node under `pod_dir` (`<root-dir>/pods/<uid>`) and the runtime gets
+/// that mount.
 pub fn mounts(
+    pod: &Pod,
     container: &Container,
     volumes: &HashMap<String, PathBuf>,
     pod_dir: &Path,
@@ -65,7 +83,7 @@ pub fn mounts(
         out.push(api::Mount {
             container_path: mount.mount_path.clone(),
             host_path: host_path.display().to_string(),
-            readonly: mount.read_only.unwrap_or(false),
+            readonly: mount.read_only.unwrap_or(false) || api_data(pod, &mount.name),
             selinux_relabel: false,
             propagation: propagation as i32,
         });

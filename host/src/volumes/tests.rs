@@ -204,3 +204,56 @@ fn errors_read_as_before() {
 }
 
 mod api_objects;
+
+/// configMap, secret, downwardAPI and projected volumes are read-only in every container, as
+/// upstream mounts them; other volumes follow the `volumeMount`.
+#[test]
+fn api_data_volumes_are_mounted_read_only() {
+    let pod: Pod = serde_yaml::from_str(
+        r#"
+metadata: {name: p, uid: u}
+spec:
+  containers:
+  - name: main
+    image: i
+    volumeMounts:
+    - {name: config, mountPath: /config}
+    - {name: token, mountPath: /token, readOnly: false}
+    - {name: info, mountPath: /info}
+    - {name: creds, mountPath: /creds}
+    - {name: scratch, mountPath: /scratch}
+    - {name: cache, mountPath: /cache, readOnly: true}
+  volumes:
+  - {name: config, configMap: {name: c}}
+  - {name: token, projected: {sources: []}}
+  - {name: info, downwardAPI: {items: []}}
+  - {name: creds, secret: {secretName: s}}
+  - {name: scratch, emptyDir: {}}
+  - {name: cache, emptyDir: {}}
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let paths: HashMap<String, PathBuf> = ["config", "token", "info", "creds", "scratch", "cache"]
+        .iter()
+        .map(|n| (n.to_string(), dir.path().join(n)))
+        .collect();
+    let container = &pod.spec.as_ref().unwrap().containers[0];
+    let read_only: Vec<(String, bool)> = mounts(&pod, container, &paths, dir.path())
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.container_path, m.readonly))
+        .collect();
+    assert_eq!(
+        read_only,
+        [
+            ("/config", true),
+            ("/token", true),
+            ("/info", true),
+            ("/creds", true),
+            ("/scratch", false),
+            ("/cache", true),
+        ]
+        .map(|(p, r)| (p.to_string(), r))
+    );
+}
