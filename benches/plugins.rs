@@ -77,6 +77,7 @@ fn spec(path: PathBuf) -> PluginSpec {
         shadow: false,
         rollout: None,
         capabilities: Default::default(),
+        selector: None,
     }
 }
 

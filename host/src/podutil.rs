@@ -87,12 +87,12 @@ pub fn declared_ports(pod: &Pod) -> Vec<u16> {
             [&c.liveness_probe, &c.readiness_probe, &c.startup_probe]
                 .into_iter()
                 .flatten()
-                .flat_map(|p| probe_ports(p))
+                .flat_map(&probe_ports)
                 .chain(c.lifecycle.iter().flat_map(|l| {
                     [&l.post_start, &l.pre_stop]
                         .into_iter()
                         .flatten()
-                        .flat_map(|h| handler_ports(h))
+                        .flat_map(&handler_ports)
                 }))
                 .flatten()
         }))
