@@ -14,7 +14,8 @@ edges() {
     # Comments (doc links among them) are not dependencies.
     cat "${files[@]}" | grep -v '^\s*//' | grep -oE 'crate::[a-z_]+' | sed 's/crate:://' | sort -u |
       while read -r target; do
-        [ "$target" != "$module" ] && [ -f "$target.rs" ] && echo "$module $target"
+        # An `if`, not `&&`: a last name that is no module must not fail the loop.
+        if [ "$target" != "$module" ] && [ -f "$target.rs" ]; then echo "$module $target"; fi
       done
   done
 }
