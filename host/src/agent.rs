@@ -186,6 +186,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         config.node_name.clone(),
         config.root_dir.clone(),
         PathBuf::from(&kubelet.pod_logs_dir),
+        config.wasmlet.cadvisor_housekeeping_period,
     );
     // One router (one CPU sampler) for both ports.
     let stats = server::stats::router(stats);

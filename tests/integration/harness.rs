@@ -58,7 +58,7 @@ impl Default for NodeOptions {
         Self {
             extra_kubelet: String::new(),
             extra_wasmlet:
-                "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\n"
+                "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\ncadvisorHousekeepingPeriod: 1s\n"
                     .into(),
             runtime_socket: None,
             extra_args: Vec::new(),

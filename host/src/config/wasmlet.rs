@@ -20,6 +20,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "imageGCPeriod",
     "evictionMonitoringPeriod",
     "evictStaticPods",
+    "cadvisorHousekeepingPeriod",
 ];
 
 /// wasmlet's own settings, the second document of the config file.
@@ -57,6 +58,10 @@ pub struct WasmletConfiguration {
     /// Treat static pods as ordinary pods for eviction and pressure admission (a standalone
     /// node has nothing but static pods); upstream always treats them as critical.
     pub evict_static_pods: bool,
+    /// How often `/metrics/cadvisor` reads the cgroups while it is scraped (cAdvisor's
+    /// housekeeping interval, 10s as the kubelet sets it); a scrape serves the last reading.
+    #[serde(with = "duration::go")]
+    pub cadvisor_housekeeping_period: Duration,
 }
 
 /// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
@@ -98,6 +103,7 @@ impl Default for WasmletConfiguration {
             image_gc_period: Duration::from_secs(300),
             eviction_monitoring_period: Duration::from_secs(10),
             evict_static_pods: false,
+            cadvisor_housekeeping_period: Duration::from_secs(10),
         }
     }
 }
@@ -112,6 +118,10 @@ impl WasmletConfiguration {
             ("containerGCPeriod", self.container_gc_period),
             ("imageGCPeriod", self.image_gc_period),
             ("evictionMonitoringPeriod", self.eviction_monitoring_period),
+            (
+                "cadvisorHousekeepingPeriod",
+                self.cadvisor_housekeeping_period,
+            ),
         ] {
             if value.is_zero() {
                 return Err((name.into(), "must be greater than 0".into()));

@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the stats handlers read: one provider, whose CPU samples persist across requests (the
 /// `usageNanoCores` rate is computed between them).
@@ -28,12 +29,14 @@ pub struct StatsState {
 
 impl StatsState {
     /// The stats of the pods of `node_name` in the runtime behind `cri`, with the kubelet's
-    /// `--root-dir` (nodefs, volumes) and `podLogsDir`.
+    /// `--root-dir` (nodefs, volumes) and `podLogsDir`; `/metrics/cadvisor` reads the cgroups
+    /// every `cadvisor_housekeeping` while scraped.
     pub fn new(
         cri: CriClient,
         node_name: impl Into<String>,
         root_dir: impl Into<PathBuf>,
         pod_logs_dir: impl Into<PathBuf>,
+        cadvisor_housekeeping: Duration,
     ) -> Self {
         let (node_name, root_dir) = (node_name.into(), root_dir.into());
         StatsState {
@@ -41,6 +44,7 @@ impl StatsState {
                 cri.clone(),
                 node_name.clone(),
                 root_dir.clone(),
+                cadvisor_housekeeping,
             )),
             summary: Arc::new(SummaryProvider::new(cri, node_name, root_dir, pod_logs_dir)),
         }

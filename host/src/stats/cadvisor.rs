@@ -1,6 +1,6 @@
 //! `/metrics/cadvisor`: the container series dashboards and alerts are built on (the
 //! kubernetes-mixin, kube-prometheus), with upstream's names, help, types and labels, computed
-//! from the cgroups and /proc at scrape time rather than by an embedded cAdvisor.
+//! from the cgroups and /proc rather than by an embedded cAdvisor.
 //!
 //! Upstream the kubelet registers cAdvisor's `PrometheusCollector` and
 //! `PrometheusMachineCollector` (`pkg/kubelet/server/server.go`), labelling every cgroup with
@@ -10,9 +10,11 @@
 //! (`container=""`), each pod's sandbox and each running container. Network counters are on the
 //! root (the node's namespace) and the sandbox (the pod's namespace), per `interface`.
 //! Statistics carry the time they were read, in ms; spec and machine series carry none, as
-//! cAdvisor writes them.
+//! cAdvisor writes them. The cgroups are read in housekeeping, not in the scrape
+//! (`housekeeping`).
 
 mod collect;
+mod housekeeping;
 
 pub use collect::CadvisorProvider;
 

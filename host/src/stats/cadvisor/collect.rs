@@ -2,6 +2,7 @@
 //! containers of this node (the same three CRI lists `/stats/summary` makes), the pod cgroups
 //! the kubelet made for them, and the node root. One scrape reads each cgroup once.
 
+use super::housekeeping::Housekeeping;
 use super::{encode, FsUsage, Labels, Machine, Subject};
 use crate::cri::{api, labels, CriClient};
 use crate::resources::QosClass;
@@ -10,9 +11,11 @@ use crate::stats::cgroup::CgroupMemory;
 use crate::stats::network::{self, InterfaceCounters};
 use crate::stats::summary::{list_node, ready_sandboxes};
 use crate::stats::{cpu, fs, node, StatsError};
+use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The cgroups between the root and the pods that cAdvisor reports too: the kubelet's pods
 /// cgroup and its QoS children (Guaranteed pods sit directly under `/kubepods`).
@@ -25,6 +28,7 @@ pub struct CadvisorProvider {
     root_dir: PathBuf,
     hierarchies: Hierarchies,
     machine: Machine,
+    housekeeping: Housekeeping,
 }
 
 /// What the runtime said in one scrape.
@@ -35,9 +39,15 @@ pub(super) struct Runtime {
 }
 
 impl CadvisorProvider {
-    /// A provider for the pods of `node_name`, with the kubelet's root directory (nodefs).
-    /// The machine is read now: cAdvisor, too, reads its `MachineInfo` once.
-    pub fn new(cri: CriClient, node_name: impl Into<String>, root_dir: impl Into<PathBuf>) -> Self {
+    /// A provider for the pods of `node_name`, with the kubelet's root directory (nodefs),
+    /// reading the cgroups every `housekeeping_period` while it is scraped. The machine is
+    /// read now: cAdvisor, too, reads its `MachineInfo` once.
+    pub fn new(
+        cri: CriClient,
+        node_name: impl Into<String>,
+        root_dir: impl Into<PathBuf>,
+        housekeeping_period: Duration,
+    ) -> Self {
         let identity = crate::machine::machine_info();
         CadvisorProvider {
             cri,
@@ -51,25 +61,70 @@ impl CadvisorProvider {
                 system_uuid: identity.system_uuid,
                 boot_id: identity.boot_id,
             },
+            housekeeping: Housekeeping::new(housekeeping_period),
         }
     }
 
-    /// The text of one scrape. A failed runtime listing is logged and reported as
-    /// `container_scrape_error 1`, with the machine series still served (upstream's collector
-    /// continues on error).
-    pub async fn scrape(&self) -> String {
+    /// The text of a scrape: housekeeping's last rendering, or one read now when there is
+    /// none yet (the first scrape, or the first after housekeeping went idle).
+    pub async fn scrape(self: &Arc<Self>) -> Bytes {
+        let on_scrape = self.housekeeping.on_scrape(Instant::now());
+        if on_scrape.start {
+            tokio::spawn(self.clone().housekeep());
+        }
+        if let Some(text) = on_scrape.text {
+            return text;
+        }
+        let text = self.render().await;
+        self.housekeeping.store(text.clone());
+        text
+    }
+
+    /// Reads and renders every period until nobody scrapes any more.
+    async fn housekeep(self: Arc<Self>) {
+        let period = self.housekeeping.period();
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if self.housekeeping.stop_if_idle(Instant::now()) {
+                tracing::debug!(
+                    path = "/metrics/cadvisor",
+                    "no scrape for a while: housekeeping stops"
+                );
+                return;
+            }
+            let text = self.render().await;
+            self.housekeeping.store(text);
+        }
+    }
+
+    /// Reads every cgroup once and renders the text, the cgroup reads off the executor. A
+    /// failed runtime listing is logged and reported as `container_scrape_error 1`, with the
+    /// machine series still served (upstream's collector continues on error).
+    async fn render(self: &Arc<Self>) -> Bytes {
         let at = SystemTime::now();
         let at_ms = at
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        match self.list().await {
-            Ok(runtime) => {
-                let subjects = self.subjects(&runtime);
-                encode(&self.machine, &subjects, at_ms, false)
-            }
+        let runtime = match self.list().await {
+            Ok(runtime) => runtime,
             Err(error) => {
                 tracing::error!(path = "/metrics/cadvisor", %error, "cannot list containers");
-                encode(&self.machine, &[], at_ms, true)
+                return Bytes::from(encode(&self.machine, &[], at_ms, true));
+            }
+        };
+        let provider = self.clone();
+        let rendered = tokio::task::spawn_blocking(move || {
+            let subjects = provider.subjects(&runtime);
+            encode(&provider.machine, &subjects, at_ms, false)
+        })
+        .await;
+        match rendered {
+            Ok(text) => Bytes::from(text),
+            Err(error) => {
+                tracing::error!(path = "/metrics/cadvisor", %error, "reading the cgroups failed");
+                Bytes::from(encode(&self.machine, &[], at_ms, true))
             }
         }
     }
