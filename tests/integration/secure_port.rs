@@ -123,6 +123,25 @@ impl rustls::client::danger::ServerCertVerifier for Pinned {
     }
 }
 
+/// TLS toward one node's secure port: its own serving certificate pinned, with or without a
+/// client certificate (the port-forward bench dials with it too).
+pub fn tls_config(node: &Node, client: Option<&ClientCert>) -> rustls::ClientConfig {
+    let served = std::fs::read(node.dir.path().join("root/pki/kubelet.crt")).unwrap();
+    let served = rustls::pki_types::pem::PemObject::from_pem_slice(&served).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Pinned(served, provider)));
+    match client {
+        Some(client) => builder
+            .with_client_auth_cert(vec![client.cert.clone()], client.key.clone_key())
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    }
+}
+
 /// An HTTPS client of one node's secure port, with or without a client certificate.
 pub struct SecureClient {
     agent: ureq::Agent,
@@ -131,23 +150,9 @@ pub struct SecureClient {
 
 impl SecureClient {
     pub fn new(node: &Node, client: Option<&ClientCert>) -> SecureClient {
-        let served = std::fs::read(node.dir.path().join("root/pki/kubelet.crt")).unwrap();
-        let served = rustls::pki_types::pem::PemObject::from_pem_slice(&served).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned(served, provider)));
-        let config = match client {
-            Some(client) => builder
-                .with_client_auth_cert(vec![client.cert.clone()], client.key.clone_key())
-                .unwrap(),
-            None => builder.with_no_client_auth(),
-        };
         SecureClient {
             agent: ureq::AgentBuilder::new()
-                .tls_config(Arc::new(config))
+                .tls_config(Arc::new(tls_config(node, client)))
                 .timeout(Duration::from_secs(30))
                 .build(),
             base: format!(
