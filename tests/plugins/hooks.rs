@@ -2,26 +2,6 @@
 
 use super::*;
 
-/// A local HTTP server answering 200 to every request; counts them.
-fn counting_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let seen = count.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut buffer = [0u8; 2048];
-            let _ = stream.read(&mut buffer);
-            seen.fetch_add(1, Ordering::SeqCst);
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-        }
-    });
-    (port, count)
-}
-
 fn scope_until(port: u16, deadline: Duration) -> PodScope {
     PodScope {
         pod_ip: "127.0.0.1".into(),

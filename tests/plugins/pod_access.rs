@@ -7,23 +7,6 @@ use super::*;
 use std::sync::atomic::AtomicUsize;
 use wasmlet_plugin_host::{ExecFn, ExecOutput};
 
-/// A local HTTP server answering 200 to every request.
-fn http_server() -> u16 {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut buffer = [0u8; 2048];
-            let _ = stream.read(&mut buffer);
-            let _ = stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-        }
-    });
-    port
-}
-
 /// An exec that counts the commands that reached it.
 fn counting_exec() -> (ExecFn, Arc<AtomicUsize>) {
     let count = Arc::new(AtomicUsize::new(0));
@@ -37,8 +20,8 @@ fn counting_exec() -> (ExecFn, Arc<AtomicUsize>) {
 
 #[test]
 fn a_plugin_reaches_only_declared_ports_and_granted_containers() {
-    let declared = http_server();
-    let undeclared = http_server();
+    let (declared, _) = counting_server();
+    let (undeclared, _) = counting_server();
     let reach = wasm("guest_pod_access");
     let setup = registry(&format!(
         "{}{}{}",
@@ -134,25 +117,7 @@ fn a_plugin_reaches_only_declared_ports_and_granted_containers() {
 
 #[test]
 fn hook_and_admission_plugins_run_only_for_the_pods_their_selector_selects() {
-    let (drain_port, drains) = {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let count = Arc::new(AtomicUsize::new(0));
-        let seen = count.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let mut buffer = [0u8; 2048];
-                let _ = stream.read(&mut buffer);
-                seen.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                );
-            }
-        });
-        (port, count)
-    };
+    let (drain_port, drains) = counting_server();
     let setup = registry(&format!(
         "{}{}",
         plugin(
