@@ -156,6 +156,12 @@ class Agent:
             "readOnlyPort": READ_ONLY,
             "healthzPort": 0,
             "maxPods": PODS + EXITS + 20,
+            # The same for both agents: this build machine's disk fill level (its available share
+            # of the filesystem is below upstream's 15 %) must not reject or evict the bench's pods.
+            "evictionHard": {"memory.available": "100Mi"},
+            # Nothing on this machine may be garbage collected by the bench.
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
         }
         if kubeconfig:
             # As kubeadm joins a node: the API server's kubelet client certificate is accepted.
@@ -168,9 +174,6 @@ class Agent:
                 "cgroupDriver": "cgroupfs",
                 "failSwapOn": False,
                 "failCgroupV1": False,
-                # Nothing on this machine may be garbage collected by the bench.
-                "imageGCHighThresholdPercent": 100,
-                "imageGCLowThresholdPercent": 99,
             })
             if not kubeconfig:
                 config["authentication"] = {"anonymous": {"enabled": False}, "webhook": {"enabled": False}}
