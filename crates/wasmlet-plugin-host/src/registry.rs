@@ -229,13 +229,7 @@ impl PluginSlot {
             "limits": {"deadlineMs": spec.limits.deadline_ms, "memoryMiB": spec.limits.memory_mib, "fuel": spec.limits.fuel},
             "lastFault": stats.last_fault,
             "lastRejected": stats.last_rejected,
-            "selector": spec.selector.as_ref().map(|s| serde_json::json!({
-                "namespaces": s.namespaces,
-                "matchLabels": s.match_labels,
-                "matchExpressions": s.match_expressions.iter().map(|r| serde_json::json!({
-                    "key": r.key, "operator": format!("{:?}", r.operator), "values": r.values,
-                })).collect::<Vec<_>>(),
-            })),
+            "selector": spec.selector,
             "exec": spec.capabilities.exec,
             "oci": matches!(spec.source, PluginSource::Oci(_)).then(|| self.oci_report()),
             "rollout": rollout,

@@ -4,11 +4,11 @@
 //! every pod, as before.
 
 use crate::records::PodMeta;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The pods a plugin runs for: all conditions hold (an empty list or map places no condition).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSelector {
     /// The pod's namespace is one of these.
@@ -23,7 +23,7 @@ pub struct PodSelector {
 }
 
 /// One `matchExpressions` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelRequirement {
     /// The label key.
@@ -36,7 +36,7 @@ pub struct LabelRequirement {
 }
 
 /// The label selector operators of the API (`metav1.LabelSelectorOperator`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Operator {
     /// The label is there with one of the values.
     In,
