@@ -58,8 +58,9 @@ pub struct WasmletConfiguration {
     /// Treat static pods as ordinary pods for eviction and pressure admission (a standalone
     /// node has nothing but static pods); upstream always treats them as critical.
     pub evict_static_pods: bool,
-    /// How often `/metrics/cadvisor` reads the cgroups while it is scraped (cAdvisor's
-    /// housekeeping interval, 10s as the kubelet sets it); a scrape serves the last reading.
+    /// How often `/metrics/cadvisor` and `/metrics/resource` read the cgroups and the runtime
+    /// while they are scraped (cAdvisor's housekeeping interval, 10s as the kubelet sets it,
+    /// whose cAdvisor both come from upstream); a scrape serves the last reading.
     #[serde(with = "duration::go")]
     pub cadvisor_housekeeping_period: Duration,
 }

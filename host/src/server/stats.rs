@@ -6,8 +6,9 @@
 
 use crate::cri::CriClient;
 use crate::stats::cadvisor::CadvisorProvider;
+use crate::stats::resource_metrics::{self, ResourceMetrics};
 use crate::stats::summary::SummaryProvider;
-use crate::stats::{resource_metrics, text_format};
+use crate::stats::text_format;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -23,30 +24,39 @@ use std::time::Duration;
 pub struct StatsState {
     /// Builds the Summary.
     pub summary: Arc<SummaryProvider>,
+    /// Builds `/metrics/resource` from the Summary.
+    pub resource: Arc<ResourceMetrics>,
     /// Builds `/metrics/cadvisor`.
     pub cadvisor: Arc<CadvisorProvider>,
 }
 
 impl StatsState {
     /// The stats of the pods of `node_name` in the runtime behind `cri`, with the kubelet's
-    /// `--root-dir` (nodefs, volumes) and `podLogsDir`; `/metrics/cadvisor` reads the cgroups
-    /// every `cadvisor_housekeeping` while scraped.
+    /// `--root-dir` (nodefs, volumes) and `podLogsDir`; `/metrics/cadvisor` and
+    /// `/metrics/resource` read every `housekeeping` while scraped.
     pub fn new(
         cri: CriClient,
         node_name: impl Into<String>,
         root_dir: impl Into<PathBuf>,
         pod_logs_dir: impl Into<PathBuf>,
-        cadvisor_housekeeping: Duration,
+        housekeeping: Duration,
     ) -> Self {
         let (node_name, root_dir) = (node_name.into(), root_dir.into());
+        let summary = Arc::new(SummaryProvider::new(
+            cri.clone(),
+            node_name.clone(),
+            root_dir.clone(),
+            pod_logs_dir,
+        ));
         StatsState {
             cadvisor: Arc::new(CadvisorProvider::new(
-                cri.clone(),
-                node_name.clone(),
-                root_dir.clone(),
-                cadvisor_housekeeping,
+                cri,
+                node_name,
+                root_dir,
+                housekeeping,
             )),
-            summary: Arc::new(SummaryProvider::new(cri, node_name, root_dir, pod_logs_dir)),
+            resource: Arc::new(ResourceMetrics::new(summary.clone(), housekeeping)),
+            summary,
         }
     }
 }
@@ -92,16 +102,9 @@ async fn summary(State(state): State<StatsState>, RawQuery(query): RawQuery) -> 
 }
 
 async fn resource(State(state): State<StatsState>) -> Response {
-    let summary = match state.summary.get(true).await {
-        Ok(summary) => Some(summary),
-        Err(error) => {
-            tracing::error!(path = "/metrics/resource", %error, "cannot read resource metrics");
-            None
-        }
-    };
     (
         [(header::CONTENT_TYPE, resource_metrics::CONTENT_TYPE)],
-        resource_metrics::encode(summary.as_ref()),
+        state.resource.scrape().await,
     )
         .into_response()
 }

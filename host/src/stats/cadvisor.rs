@@ -11,10 +11,9 @@
 //! root (the node's namespace) and the sandbox (the pod's namespace), per `interface`.
 //! Statistics carry the time they were read, in ms; spec and machine series carry none, as
 //! cAdvisor writes them. The cgroups are read in housekeeping, not in the scrape
-//! (`housekeeping`).
+//! ([`super::housekeeping`]).
 
 mod collect;
-mod housekeeping;
 
 pub use collect::CadvisorProvider;
 

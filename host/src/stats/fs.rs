@@ -3,9 +3,11 @@
 
 use super::StatsError;
 use crate::cri::CriClient;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One filesystem's size, in bytes and inodes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,23 +78,52 @@ pub async fn image_fs(cri: &CriClient) -> Result<FsStats, StatsError> {
     of(Path::new(&mountpoint))
 }
 
-/// The device a filesystem is mounted from, as cadvisor names filesystems in its `device`
-/// label: the mount source in /proc/self/mountinfo of the deepest mount holding `path`
-/// (`/dev/vda1`, `overlay`, `tmpfs`).
-pub fn device_of<'a>(mountinfo: &'a str, path: &Path) -> Option<&'a str> {
-    mountinfo
-        .lines()
-        .filter_map(|line| {
-            // id parent major:minor root mountpoint options [optional...] - fstype source super
-            let mut fields = line.split(' ');
-            let mountpoint = fields.nth(4)?;
-            let mut after_separator = fields.skip_while(|f| *f != "-").skip(2);
-            let source = after_separator.next()?;
-            path.starts_with(mountpoint)
-                .then_some((mountpoint.len(), source))
-        })
-        .max_by_key(|(depth, _)| *depth)
-        .map(|(_, source)| source)
+/// The mount table (`/proc/self/mountinfo`), parsed once per reading, naming the device that
+/// holds a path as cadvisor names filesystems in its `device` label: the mount source of the
+/// deepest mount holding it (`/dev/vda1`, `overlay`, `tmpfs`). A node with 110 pods has
+/// hundreds of mounts and every container asks for the same few paths, so each distinct path
+/// is resolved once.
+pub struct Mounts<'a> {
+    /// Mount point and source of every mount.
+    mounts: Vec<(&'a Path, &'a str)>,
+    resolved: RefCell<HashMap<PathBuf, Option<&'a str>>>,
+}
+
+impl<'a> Mounts<'a> {
+    /// The mounts of `mountinfo`'s text; lines it cannot read are skipped.
+    pub fn parse(mountinfo: &'a str) -> Self {
+        let mounts = mountinfo
+            .lines()
+            .filter_map(|line| {
+                // id parent major:minor root mountpoint options [optional...] - fstype source super
+                let mut fields = line.split(' ');
+                let mountpoint = fields.nth(4)?;
+                let source = fields.skip_while(|f| *f != "-").nth(2)?;
+                Some((Path::new(mountpoint), source))
+            })
+            .collect();
+        Mounts {
+            mounts,
+            resolved: RefCell::default(),
+        }
+    }
+
+    /// The source of the deepest mount holding `path`.
+    pub fn device_of(&self, path: &Path) -> Option<&'a str> {
+        if let Some(device) = self.resolved.borrow().get(path) {
+            return *device;
+        }
+        let device = self
+            .mounts
+            .iter()
+            .filter(|(mountpoint, _)| path.starts_with(mountpoint))
+            .max_by_key(|(mountpoint, _)| mountpoint.as_os_str().len())
+            .map(|(_, source)| *source);
+        self.resolved
+            .borrow_mut()
+            .insert(path.to_path_buf(), device);
+        device
+    }
 }
 
 #[cfg(test)]
@@ -137,11 +168,14 @@ mod tests {
 30 22 0:26 / /var/lib/data rw shared:5 - xfs /dev/vdb rw
 31 22 0:27 / /var/lib/database rw - tmpfs tmpfs rw
 ";
-        let device = |p: &str| device_of(mountinfo, Path::new(p));
+        let mounts = Mounts::parse(mountinfo);
+        let device = |p: &str| mounts.device_of(Path::new(p));
         assert_eq!(device("/var/lib/data/containerd"), Some("/dev/vdb"));
         assert_eq!(device("/var/lib/database"), Some("tmpfs"));
         // A mountpoint is a path prefix, not a string prefix.
         assert_eq!(device("/var/lib/datastore"), Some("/dev/vda1"));
-        assert_eq!(device_of("", Path::new("/")), None);
+        // Asked again, the answer is the same (now from what was resolved).
+        assert_eq!(device("/var/lib/data/containerd"), Some("/dev/vdb"));
+        assert_eq!(Mounts::parse("").device_of(Path::new("/")), None);
     }
 }

@@ -5,11 +5,61 @@
 //! by [`super::text_format`] rather than through the `prometheus-client` registry, which has no
 //! sample timestamps.
 
-use super::summary::{CpuStats, MemoryStats, Summary};
+use super::housekeeping::{self, Housekeeping, Housekept};
+use super::summary::{CpuStats, MemoryStats, Summary, SummaryProvider};
 use super::text_format::{self, Family, Kind, LabelSet, Series};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The `Content-Type` of the text format.
 pub use super::text_format::CONTENT_TYPE;
+
+/// The `/metrics/resource` endpoint: the Summary's CPU and memory, read in housekeeping (the
+/// runtime's `ListContainerStats` asks every shim, hundreds of ms at 110 pods), so a scrape
+/// serves the last reading with the times it was taken.
+pub struct ResourceMetrics {
+    summary: Arc<SummaryProvider>,
+    housekeeping: Housekeeping,
+}
+
+impl ResourceMetrics {
+    /// The endpoint over `summary`, read every `period` while it is scraped.
+    pub fn new(summary: Arc<SummaryProvider>, period: Duration) -> Self {
+        Self {
+            summary,
+            housekeeping: Housekeeping::new(period),
+        }
+    }
+
+    /// The text of a scrape (housekeeping's last rendering).
+    pub async fn scrape(self: &Arc<Self>) -> Bytes {
+        housekeeping::scrape(self).await
+    }
+
+    async fn read_and_render(self: Arc<Self>) -> Bytes {
+        let summary = match self.summary.get(true).await {
+            Ok(summary) => Some(summary),
+            Err(error) => {
+                tracing::error!(path = Self::PATH, %error, "cannot read resource metrics");
+                None
+            }
+        };
+        Bytes::from(encode(summary.as_ref()))
+    }
+}
+
+impl Housekept for ResourceMetrics {
+    const PATH: &'static str = "/metrics/resource";
+
+    fn housekeeping(&self) -> &Housekeeping {
+        &self.housekeeping
+    }
+
+    fn render(self: &Arc<Self>) -> impl std::future::Future<Output = Bytes> + Send {
+        self.clone().read_and_render()
+    }
+}
 
 fn container_labels(container: &str, pod: &str, namespace: &str) -> Vec<(&'static str, String)> {
     vec![

@@ -2,12 +2,12 @@
 //! containers of this node (the same three CRI lists `/stats/summary` makes), the pod cgroups
 //! the kubelet made for them, and the node root. One scrape reads each cgroup once.
 
-use super::housekeeping::Housekeeping;
 use super::{encode, FsUsage, Labels, Machine, Subject};
 use crate::cri::{api, labels, CriClient};
 use crate::resources::QosClass;
 use crate::stats::cgroup::snapshot::{read_cgroup, Hierarchies};
 use crate::stats::cgroup::CgroupMemory;
+use crate::stats::housekeeping::{self, Housekeeping, Housekept};
 use crate::stats::network::{self, InterfaceCounters};
 use crate::stats::summary::{list_node, ready_sandboxes};
 use crate::stats::{cpu, fs, node, StatsError};
@@ -15,7 +15,7 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cgroups between the root and the pods that cAdvisor reports too: the kubelet's pods
 /// cgroup and its QoS children (Guaranteed pods sit directly under `/kubepods`).
@@ -65,44 +65,15 @@ impl CadvisorProvider {
         }
     }
 
-    /// The text of a scrape: housekeeping's last rendering, or one read now when there is
-    /// none yet (the first scrape, or the first after housekeeping went idle).
+    /// The text of a scrape (housekeeping's last rendering).
     pub async fn scrape(self: &Arc<Self>) -> Bytes {
-        let on_scrape = self.housekeeping.on_scrape(Instant::now());
-        if on_scrape.start {
-            tokio::spawn(self.clone().housekeep());
-        }
-        if let Some(text) = on_scrape.text {
-            return text;
-        }
-        let text = self.render().await;
-        self.housekeeping.store(text.clone());
-        text
-    }
-
-    /// Reads and renders every period until nobody scrapes any more.
-    async fn housekeep(self: Arc<Self>) {
-        let period = self.housekeeping.period();
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            if self.housekeeping.stop_if_idle(Instant::now()) {
-                tracing::debug!(
-                    path = "/metrics/cadvisor",
-                    "no scrape for a while: housekeeping stops"
-                );
-                return;
-            }
-            let text = self.render().await;
-            self.housekeeping.store(text);
-        }
+        housekeeping::scrape(self).await
     }
 
     /// Reads every cgroup once and renders the text, the cgroup reads off the executor. A
     /// failed runtime listing is logged and reported as `container_scrape_error 1`, with the
     /// machine series still served (upstream's collector continues on error).
-    async fn render(self: &Arc<Self>) -> Bytes {
+    async fn read_and_render(self: &Arc<Self>) -> Bytes {
         let at = SystemTime::now();
         let at_ms = at
             .duration_since(UNIX_EPOCH)
@@ -142,14 +113,15 @@ impl CadvisorProvider {
     fn subjects(&self, runtime: &Runtime) -> Vec<Subject> {
         let h = &self.hierarchies;
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let mut subjects = vec![self.root(runtime, &mountinfo)];
-        subjects.extend(pod_subjects(h, runtime, &mountinfo, network::of_process));
+        let mounts = fs::Mounts::parse(&mountinfo);
+        let mut subjects = vec![self.root(runtime, &mounts)];
+        subjects.extend(pod_subjects(h, runtime, &mounts, network::of_process));
         subjects
     }
 
     /// The root cgroup `/`: the node as a whole, its own network namespace and the filesystems
     /// of nodefs and the runtime's writable layers.
-    fn root(&self, runtime: &Runtime, mountinfo: &str) -> Subject {
+    fn root(&self, runtime: &Runtime, mounts: &fs::Mounts) -> Subject {
         let mut cgroup = read_cgroup(&self.hierarchies, "/").unwrap_or_default();
         // The v2 root has no memory.current (and older kernels no root cpu.stat): read the
         // node as /stats/summary reads it.
@@ -175,7 +147,7 @@ impl CadvisorProvider {
         );
         let mut devices: BTreeMap<String, u64> = BTreeMap::new();
         for path in paths {
-            let Some(device) = fs::device_of(mountinfo, &path) else {
+            let Some(device) = mounts.device_of(&path) else {
                 continue;
             };
             if devices.contains_key(device) {
@@ -198,6 +170,18 @@ impl CadvisorProvider {
                 .collect(),
             start_time: node::boot_time().ok(),
         }
+    }
+}
+
+impl Housekept for CadvisorProvider {
+    const PATH: &'static str = "/metrics/cadvisor";
+
+    fn housekeeping(&self) -> &Housekeeping {
+        &self.housekeeping
+    }
+
+    fn render(self: &Arc<Self>) -> impl std::future::Future<Output = Bytes> + Send {
+        self.read_and_render()
     }
 }
 
@@ -226,7 +210,7 @@ fn pod_cgroup(h: &Hierarchies, uid: &str) -> Option<String> {
 pub(super) fn pod_subjects(
     h: &Hierarchies,
     runtime: &Runtime,
-    mountinfo: &str,
+    mounts: &fs::Mounts,
     netns_of: impl Fn(u32) -> Option<Vec<InterfaceCounters>>,
 ) -> Vec<Subject> {
     let mut subjects: Vec<Subject> = POD_PARENTS
@@ -312,7 +296,7 @@ pub(super) fn pod_subjects(
                 .unwrap_or_else(|| container.image_ref.clone());
             let fs = layers
                 .get(container.id.as_str())
-                .and_then(|layer| writable_layer(mountinfo, layer))
+                .and_then(|layer| writable_layer(mounts, layer))
                 .into_iter()
                 .collect();
             subjects.push(Subject {
@@ -334,9 +318,11 @@ pub(super) fn pod_subjects(
 }
 
 /// A writable layer's usage on the filesystem the runtime keeps it on.
-fn writable_layer(mountinfo: &str, layer: &api::FilesystemUsage) -> Option<FsUsage> {
+fn writable_layer(mounts: &fs::Mounts, layer: &api::FilesystemUsage) -> Option<FsUsage> {
     let mountpoint = &layer.fs_id.as_ref()?.mountpoint;
-    let device = fs::device_of(mountinfo, Path::new(mountpoint)).unwrap_or(mountpoint);
+    let device = mounts
+        .device_of(Path::new(mountpoint))
+        .unwrap_or(mountpoint);
     Some(FsUsage {
         device: device.to_string(),
         used_bytes: layer.used_bytes.as_ref().map_or(0, |v| v.value),

@@ -92,7 +92,12 @@ fn scrape(tree: fn(&Path)) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     tree(dir.path());
     let h = Hierarchies::detect(dir.path());
-    let subjects = pod_subjects(&h, &runtime(), MOUNTINFO, eth0);
+    let subjects = pod_subjects(
+        &h,
+        &runtime(),
+        &crate::stats::fs::Mounts::parse(MOUNTINFO),
+        eth0,
+    );
     encode(&machine(), &subjects, AT_MS, false)
 }
 
@@ -235,7 +240,12 @@ fn unlimited_cpu_has_no_quota_or_throttling_series_and_no_memory_limit_is_zero()
     let h = Hierarchies::detect(dir.path());
     let text = encode(
         &machine(),
-        &pod_subjects(&h, &runtime(), MOUNTINFO, eth0),
+        &pod_subjects(
+            &h,
+            &runtime(),
+            &crate::stats::fs::Mounts::parse(MOUNTINFO),
+            eth0,
+        ),
         AT_MS,
         false,
     );

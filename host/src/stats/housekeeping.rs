@@ -1,13 +1,15 @@
-//! When `/metrics/cadvisor` reads the cgroups: in housekeeping, as cAdvisor does (the kubelet
-//! runs it with a 10 s housekeeping interval), not in the scrape. Reading 330 cgroups at 110
-//! pods costs tens of ms of kernel time (kernfs builds a seq_file per open), ten times what a
-//! scrape may cost; a scrape serves the last rendering instead, each sample stamped with the
-//! time it was read, so Prometheus places it right. Housekeeping starts with the first scrape
-//! and stops once nobody has scraped for [`IDLE_AFTER`] (or three periods, if longer), so a
-//! node nobody scrapes reads nothing.
+//! When the scraped stats endpoints (`/metrics/cadvisor`, `/metrics/resource`) read the
+//! cgroups and the runtime: in housekeeping, as cAdvisor does (the kubelet runs it with a 10 s
+//! housekeeping interval), not in the scrape. At 110 pods one reading costs tens of ms (kernfs
+//! builds a seq_file per cgroup file opened, the runtime's `ListContainerStats` asks every
+//! shim), ten times what a scrape may cost; a scrape serves the last rendering instead, each
+//! sample stamped with the time it was read, so Prometheus and metrics-server place it right.
+//! Housekeeping starts with the first scrape and stops once nobody has scraped for
+//! [`IDLE_AFTER`] (or three periods, if longer), so a node nobody scrapes reads nothing.
 
 use bytes::Bytes;
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long housekeeping keeps reading without a scrape (a minute-long scrape interval is
@@ -84,6 +86,50 @@ impl Housekeeping {
             state.text = None;
         }
         idle
+    }
+}
+
+/// An endpoint whose text housekeeping renders.
+pub trait Housekept: Send + Sync + Sized + 'static {
+    /// The endpoint's path, for the logs.
+    const PATH: &'static str;
+
+    /// The endpoint's housekeeping state.
+    fn housekeeping(&self) -> &Housekeeping;
+
+    /// Reads and renders the text; a failed reading renders as the endpoint's scrape error.
+    fn render(self: &Arc<Self>) -> impl Future<Output = Bytes> + Send;
+}
+
+/// The text of a scrape of `endpoint`: housekeeping's last rendering, or one read now when
+/// there is none yet (the first scrape, or the first after housekeeping went idle), which
+/// also starts housekeeping.
+pub async fn scrape<E: Housekept>(endpoint: &Arc<E>) -> Bytes {
+    let on_scrape = endpoint.housekeeping().on_scrape(Instant::now());
+    if on_scrape.start {
+        tokio::spawn(housekeep(endpoint.clone()));
+    }
+    if let Some(text) = on_scrape.text {
+        return text;
+    }
+    let text = endpoint.render().await;
+    endpoint.housekeeping().store(text.clone());
+    text
+}
+
+/// Reads and renders `endpoint` every period until nobody scrapes it any more.
+async fn housekeep<E: Housekept>(endpoint: Arc<E>) {
+    let period = endpoint.housekeeping().period();
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if endpoint.housekeeping().stop_if_idle(Instant::now()) {
+            tracing::debug!(path = E::PATH, "no scrape for a while: housekeeping stops");
+            return;
+        }
+        let text = endpoint.render().await;
+        endpoint.housekeeping().store(text);
     }
 }
 
