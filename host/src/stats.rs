@@ -10,6 +10,7 @@ pub mod cadvisor;
 pub mod cgroup;
 pub mod cpu;
 pub mod fs;
+pub mod housekeeping;
 pub mod network;
 pub mod node;
 pub mod pod;
