@@ -112,6 +112,145 @@ fn plugin_validate_and_test_commands() {
     assert!(!ok && err.contains("must be absolute"), "{err}");
 }
 
+/// An SDK example built by scripts/build-sdk-plugins.sh (target/sdk-plugins/LANG/NAME.wasm);
+/// `None` when no SDK example was built, which CI never allows.
+fn sdk_wasm(lang: &str, name: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/sdk-plugins");
+    if !dir.exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{} does not exist: CI builds it (scripts/build-sdk-plugins.sh)",
+            dir.display()
+        );
+        eprintln!(
+            "{} does not exist: the SDK part skipped (run scripts/build-sdk-plugins.sh)",
+            dir.display()
+        );
+        return None;
+    }
+    let path = dir.join(lang).join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-sdk-plugins.sh",
+        path.display()
+    );
+    Some(path)
+}
+
+/// `plugin validate` lists the WASI interfaces a component imports beyond what every plugin
+/// gets, each with what the sandbox gives it under the grants, and still lists them when the
+/// component is refused, so the missing grant shows.
+#[test]
+fn plugin_validate_shows_the_wasi_imports_and_what_the_grants_give() {
+    let run = |args: &[&str]| outcome(wasmlet().args(args));
+    let gc = wasm("gc_keep_prefixes");
+    let gc = gc.to_str().unwrap();
+    // A Rust plugin under deny-all: std imports the filesystem and the environment.
+    let (ok, out, err) = run(&["plugin", "validate", gc]);
+    assert!(ok, "{err}");
+    let given = |out: &str, interface: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|line| line.trim().strip_prefix(interface)?.split_once(": "))
+            .map(|(_version, given)| given.to_string())
+            .collect()
+    };
+    assert_eq!(
+        given(&out, "wasi:filesystem/preopens@"),
+        ["no directory granted"],
+        "{out}"
+    );
+    assert_eq!(given(&out, "wasi:cli/environment@"), ["empty"], "{out}");
+    assert!(
+        out.contains("wasi imports beyond io, clocks, random and cli stdio")
+            && !out.contains("wasi:io/"),
+        "what every plugin gets is not listed: {out}"
+    );
+
+    // The same with a directory and two variables granted: the names show, never the values.
+    let keep = tempfile::tempdir().unwrap();
+    std::fs::write(keep.path().join("prefixes"), "registry.local/\n").unwrap();
+    let grant = format!("{}:/keep", keep.path().display());
+    let (ok, out, err) = run(&[
+        "plugin",
+        "validate",
+        gc,
+        "--grant-dir",
+        &grant,
+        "--grant-env",
+        "MODE=strict",
+        "--grant-env",
+        "TOKEN=a=b",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        given(&out, "wasi:filesystem/preopens@"),
+        [format!("{} as /keep (read-only)", keep.path().display())],
+        "{out}"
+    );
+    assert_eq!(
+        given(&out, "wasi:cli/environment@"),
+        ["MODE, TOKEN"],
+        "{out}"
+    );
+    assert!(!out.contains("strict") && !out.contains("a=b"), "{out}");
+
+    // Refused for want of its directory: the reason, naming the file, on stderr; the WASI
+    // lines, showing no directory granted, on stdout.
+    let (ok, out, err) = run(&[
+        "plugin",
+        "validate",
+        gc,
+        "--config",
+        r#"{"keepPrefixesFile":"/keep/prefixes"}"#,
+        "--grant-env",
+        "MODE=strict",
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains(gc)
+            && err.contains("configure refused")
+            && err.contains("capabilities.directories"),
+        "{err}"
+    );
+    assert!(out.contains(&format!("{gc}: refused")), "{out}");
+    assert_eq!(
+        given(&out, "wasi:filesystem/preopens@"),
+        ["no directory granted"],
+        "{out}"
+    );
+    assert_eq!(given(&out, "wasi:cli/environment@"), ["MODE"], "{out}");
+
+    for (flag, message) in [
+        ("=x", "the variable name is empty"),
+        ("MODE", "expected NAME=VALUE"),
+    ] {
+        let (ok, _, err) = run(&["plugin", "validate", gc, "--grant-env", flag]);
+        assert!(
+            !ok && err.contains("--grant-env") && err.contains(message),
+            "{err}"
+        );
+    }
+
+    // A Python plugin (componentize-py): CPython's WASI build imports the filesystem, the
+    // environment and sockets; under deny-all it gets none of them, and runs.
+    let Some(python) = sdk_wasm("python", "eviction-batch-first") else {
+        return;
+    };
+    let (ok, out, err) = run(&["plugin", "validate", python.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        given(&out, "wasi:filesystem/preopens@"),
+        ["no directory granted"],
+        "{out}"
+    );
+    assert_eq!(given(&out, "wasi:cli/environment@"), ["empty"], "{out}");
+    assert_eq!(
+        given(&out, "wasi:sockets/tcp@"),
+        ["denied (no TCP, UDP or name lookup)"],
+        "{out}"
+    );
+}
+
 /// Runs a command: whether it succeeded, its stdout and its stderr.
 fn outcome(command: &mut std::process::Command) -> (bool, String, String) {
     let out = command.output().unwrap();

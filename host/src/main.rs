@@ -82,7 +82,14 @@ enum Command {
 #[derive(Subcommand)]
 enum PluginCommand {
     /// Check that a component implements a plugin world and configures and self-checks
-    /// within its limits.
+    /// within its limits, under WASI deny-all plus the grants given here.
+    ///
+    /// The report ends with the WASI interfaces the component imports beyond io, clocks,
+    /// random and cli stdio/exit (which every plugin gets), each with what the sandbox gives it:
+    /// `wasi:filesystem/*` "no directory granted" or the granted directories,
+    /// `wasi:cli/environment` "empty" or the granted names, `wasi:sockets/*` and `wasi:http/*`
+    /// "denied". It is printed when the component is refused too, so a grant a language
+    /// runtime needs shows there.
     Validate {
         file: PathBuf,
         /// eviction-policy, gc-strategy, probe-handler or lifecycle-hooks (detected if unset).
@@ -99,6 +106,10 @@ enum PluginCommand {
         /// same grant as `capabilities.directories` in the plugin config.
         #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
         grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
+        /// An environment variable the plugin sees, as NAME=VALUE (repeatable); the same
+        /// grant as `capabilities.environment` in the plugin config.
+        #[arg(long = "grant-env", value_parser = wasmlet_plugin_host::parse_env_grant)]
+        grant_env: Vec<(String, String)>,
     },
     /// Write a ready-to-build plugin project for a world, in Rust, Go, Python or JavaScript.
     New {
@@ -149,6 +160,9 @@ enum PluginCommand {
         /// A host directory the plugin may read, as HOST or HOST:GUEST (repeatable).
         #[arg(long = "grant-dir", value_parser = wasmlet_plugin_host::parse_grant)]
         grant_dirs: Vec<wasmlet_plugin_host::DirectoryGrant>,
+        /// An environment variable the plugin sees, as NAME=VALUE (repeatable).
+        #[arg(long = "grant-env", value_parser = wasmlet_plugin_host::parse_env_grant)]
+        grant_env: Vec<(String, String)>,
     },
     /// Push a component to an OCI registry as a wasm artifact (CNCF layout); prints its digest.
     Push {
@@ -212,6 +226,19 @@ fn parse_world(text: &str) -> anyhow::Result<wasmlet_plugin_host::World> {
         .ok_or_else(|| {
             anyhow::anyhow!("--world: unknown world {text:?} (eviction-policy, gc-strategy, probe-handler, lifecycle-hooks)")
         })
+}
+
+/// `--grant-dir` and `--grant-env` as the plugin config's `capabilities`; a name given twice
+/// keeps its last value.
+fn grants(
+    directories: Vec<wasmlet_plugin_host::DirectoryGrant>,
+    environment: Vec<(String, String)>,
+) -> wasmlet_plugin_host::Capabilities {
+    wasmlet_plugin_host::Capabilities {
+        directories,
+        environment: environment.into_iter().collect(),
+        ..Default::default()
+    }
 }
 
 /// `--lang`: one of the SDK languages.
@@ -305,6 +332,7 @@ fn main() -> anyhow::Result<()> {
                     deadline_ms,
                     memory_mib,
                     grant_dirs,
+                    grant_env,
                 },
         } => {
             let world = world.as_deref().map(parse_world).transpose()?;
@@ -313,19 +341,20 @@ fn main() -> anyhow::Result<()> {
                 memory_mib,
                 fuel: None,
             };
-            println!(
-                "{}",
-                wasmlet_plugin_host::validate_plugin(
-                    &file,
-                    world,
-                    &config,
-                    limits,
-                    wasmlet_plugin_host::Capabilities {
-                        directories: grant_dirs,
-                        ..Default::default()
-                    },
-                )?
-            );
+            let report = wasmlet_plugin_host::validate_plugin(
+                &file,
+                world,
+                &config,
+                limits,
+                grants(grant_dirs, grant_env),
+            )
+            .inspect_err(|error| {
+                // What it imports and was not granted, beside the reason on stderr.
+                if let wasmlet_plugin_host::ToolError::Invalid { report, .. } = error {
+                    println!("{report}");
+                }
+            })?;
+            println!("{report}");
             Ok(())
         }
         Command::Plugin {
@@ -383,9 +412,11 @@ fn main() -> anyhow::Result<()> {
                     fixture,
                     config,
                     grant_dirs,
+                    grant_env,
                 },
         } => {
-            let result = wasmlet_plugin_host::test_plugin(&file, &fixture, &config, &grant_dirs)?;
+            let grants = grants(grant_dirs, grant_env);
+            let result = wasmlet_plugin_host::test_plugin(&file, &fixture, &config, &grants)?;
             println!("{}", serde_json::to_string_pretty(&result)?);
             Ok(())
         }

@@ -170,9 +170,20 @@ impl LoadedPlugin {
         sha256: &str,
     ) -> Result<Self, LoadError> {
         let component = engine.load(&spec.path, bytes, sha256, spec.limits.fuel.is_some())?;
-        let pre = link(&component, spec.world).map_err(|e| LoadError::World {
+        Self::link(engine, spec, &component, sha256)
+    }
+
+    /// Links a component compiled by `engine` (for the spec's fuel setting) for the spec's
+    /// world: `plugin validate` has compiled it already to read its imports.
+    pub(crate) fn link(
+        engine: &PluginEngine,
+        spec: &PluginSpec,
+        component: &Component,
+        sha256: &str,
+    ) -> Result<Self, LoadError> {
+        let pre = link(component, spec.world).map_err(|e| LoadError::World {
             expected: spec.world.as_str(),
-            found: detect_world(&component)
+            found: detect_world(component)
                 .map_or("no plugin world".to_string(), |w| w.as_str().to_string()),
             detail: format!("{e:#}"),
         })?;
@@ -180,7 +191,7 @@ impl LoadedPlugin {
             spec: spec.clone(),
             sha256: sha256.to_string(),
             loaded_at: SystemTime::now(),
-            contract: contract_version(&component),
+            contract: contract_version(component),
             engine: engine.clone(),
             compiled_for: component.engine().clone(),
             pre,

@@ -46,4 +46,4 @@ pub use registry::{
     CandidateRank, PluginRegistry, PluginSlot, PluginState, Rejected, RolloutState, FAULTS_TO_FAIL,
 };
 pub use selector::{LabelRequirement, Operator, PodSelector};
-pub use tool::{parse_grant, test_plugin, validate_plugin, ToolError};
+pub use tool::{parse_env_grant, parse_grant, test_plugin, validate_plugin, ToolError};

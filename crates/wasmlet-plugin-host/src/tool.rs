@@ -8,6 +8,7 @@ use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{contract_version, detect_world, LoadedPlugin};
 use crate::records::PodMeta;
 use crate::registry::PluginRegistry;
+use crate::wasi;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,9 +47,23 @@ pub enum ToolError {
     /// The registry could not be reached, or refused.
     #[error(transparent)]
     Oci(#[from] crate::oci::OciError),
-    /// A `--grant-dir` flag that cannot be granted.
-    #[error("--grant-dir {flag:?}: {message}")]
+    /// `plugin validate` refused a component that compiled: the report so far (world, digest,
+    /// size, the WASI it imports and what it was given) is worth printing beside the reason,
+    /// since a grant the component needs and did not get shows there.
+    #[error("{file}: {message}")]
+    Invalid {
+        /// The component.
+        file: PathBuf,
+        /// Why it was refused.
+        message: String,
+        /// What `validate` found before it refused it.
+        report: String,
+    },
+    /// A `--grant-dir` or `--grant-env` flag that cannot be granted.
+    #[error("{option} {flag:?}: {message}")]
     Grant {
+        /// `--grant-dir` or `--grant-env`.
+        option: &'static str,
         /// The flag's value as given.
         flag: String,
         /// What is wrong with it.
@@ -68,6 +83,7 @@ pub(crate) fn plugin_error(file: &Path, message: impl Into<String>) -> ToolError
 /// GUEST (default: HOST). HOST is made absolute.
 pub fn parse_grant(text: &str) -> Result<DirectoryGrant, ToolError> {
     let fail = |message: String| ToolError::Grant {
+        option: "--grant-dir",
         flag: text.to_string(),
         message,
     };
@@ -90,8 +106,26 @@ pub fn parse_grant(text: &str) -> Result<DirectoryGrant, ToolError> {
     })
 }
 
+/// Parses a `--grant-env NAME=VALUE` flag: a variable the plugin sees, as
+/// `capabilities.environment` grants it (the name non-empty; the value may hold `=`).
+pub fn parse_env_grant(text: &str) -> Result<(String, String), ToolError> {
+    let fail = |message: &str| ToolError::Grant {
+        option: "--grant-env",
+        flag: text.to_string(),
+        message: message.to_string(),
+    };
+    match text.split_once('=') {
+        Some(("", _)) => Err(fail("the variable name is empty")),
+        Some((name, value)) => Ok((name.to_string(), value.to_string())),
+        None => Err(fail("expected NAME=VALUE")),
+    }
+}
+
 /// Loads `file` for `world` (detected when `None`), then instantiates, configures and
-/// self-checks it under `limits`. Returns a report to print.
+/// self-checks it under `limits` and `capabilities`. Returns a report to print, which ends
+/// with the WASI the component imports beyond what every plugin gets and what the grants give
+/// it. A component that compiled but is refused is a [`ToolError::Invalid`] carrying the
+/// report so far.
 pub fn validate_plugin(
     file: &Path,
     world: Option<World>,
@@ -108,10 +142,32 @@ pub fn validate_plugin(
         .map_err(|e| plugin_error(file, e.to_string()))?;
     let compiled = started.elapsed();
     let contract = contract_version(&component).unwrap_or_else(|| "?".into());
+    let wasi_lines = wasi_section(&wasi::imports::imports(&component, &capabilities));
+    let summary = |world: Option<World>| {
+        let world = world.map_or_else(
+            || "none of the worlds of this host".to_string(),
+            |world| world.as_str().to_string(),
+        );
+        format!(
+            "  world: {world} (built against wasmlet:plugin@{contract}; this host serves {CONTRACT_VERSION})\n  sha256: {sha256}\n  size: {} bytes, compiled in {:.1} ms",
+            bytes.len(),
+            compiled.as_secs_f64() * 1e3,
+        )
+    };
+    let refused = |world: Option<World>, message: String| ToolError::Invalid {
+        file: file.to_path_buf(),
+        message,
+        report: format!(
+            "{}: refused\n{}\n{wasi_lines}",
+            file.display(),
+            summary(world)
+        ),
+    };
     let world = match world {
         Some(world) => world,
-        None => detect_world(&component)
-            .ok_or_else(|| plugin_error(file, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.1"))?,
+        None => detect_world(&component).ok_or_else(|| {
+            refused(None, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.1".into())
+        })?,
     };
     let spec = PluginSpec {
         name: "validate".into(),
@@ -126,23 +182,36 @@ pub fn validate_plugin(
         capabilities,
         selector: None,
     };
-    let plugin = LoadedPlugin::load(&engine, &spec, &bytes, &sha256)
-        .map_err(|e| plugin_error(file, e.to_string()))?;
+    let plugin = LoadedPlugin::link(&engine, &spec, &component, &sha256)
+        .map_err(|e| refused(detect_world(&component), e.to_string()))?;
     let started = Instant::now();
     plugin
         .validate()
-        .map_err(|fault| plugin_error(file, format!("world {}: {fault}", world.as_str())))?;
+        .map_err(|fault| refused(Some(world), format!("world {}: {fault}", world.as_str())))?;
     Ok(format!(
-        "{}: ok\n  world: {} (built against wasmlet:plugin@{contract}; this host serves {CONTRACT_VERSION})\n  sha256: {sha256}\n  size: {} bytes, compiled in {:.1} ms\n  \
-         instantiate + configure + self-check: ok in {:.2} ms within deadlineMs {} and memoryMiB {}",
+        "{}: ok\n{}\n  instantiate + configure + self-check: ok in {:.2} ms within deadlineMs {} and memoryMiB {}\n{wasi_lines}",
         file.display(),
-        world.as_str(),
-        bytes.len(),
-        compiled.as_secs_f64() * 1e3,
+        summary(Some(world)),
         started.elapsed().as_secs_f64() * 1e3,
         limits.deadline_ms,
         limits.memory_mib,
     ))
+}
+
+/// The report's WASI lines: each import whose answer depends on the grants, and what it got.
+fn wasi_section(imports: &[wasi::imports::WasiImport]) -> String {
+    let heading = format!(
+        "  wasi imports beyond {}, which every plugin gets:",
+        wasi::imports::ALWAYS_GIVEN
+    );
+    if imports.is_empty() {
+        return format!("{heading} none");
+    }
+    let lines: Vec<String> = imports
+        .iter()
+        .map(|i| format!("    {}: {}", i.name, i.given))
+        .collect();
+    format!("{heading}\n{}", lines.join("\n"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -231,12 +300,13 @@ fn qos_named(name: Option<&str>) -> Result<policy::QosClass, String> {
 }
 
 /// Runs one decision of the plugin at `file` on the snapshot in `fixture_file`, and the
-/// built-in default on the same snapshot; returns both as JSON.
+/// built-in default on the same snapshot; returns both as JSON. `grants`' directories and
+/// environment are given to the plugin as its config's `capabilities` would.
 pub fn test_plugin(
     file: &Path,
     fixture_file: &Path,
     config_json: &str,
-    grants: &[DirectoryGrant],
+    grants: &Capabilities,
 ) -> Result<serde_json::Value, ToolError> {
     let fixture_error = |field: String, message: String| ToolError::Fixture {
         file: fixture_file.to_path_buf(),
@@ -248,26 +318,10 @@ pub fn test_plugin(
     let fixture: Fixture =
         serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(&text))
             .map_err(|e| fixture_error(e.path().to_string(), e.into_inner().to_string()))?;
-    let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
-    let (component, _) = engine
-        .load_file(file)
-        .map_err(|e| plugin_error(file, e.to_string()))?;
-    let world =
-        detect_world(&component).ok_or_else(|| plugin_error(file, "implements no plugin world"))?;
-    let dir = tempfile_dir().map_err(|e| plugin_error(file, e))?;
-    let config_file = dir.join("plugins.yaml");
-    let config = serde_json::json!({
-        "apiVersion": "wasmlet.dev/v1alpha1",
-        "kind": "PluginConfiguration",
-        "plugins": [{"name": "under-test", "world": world.as_str(), "path": file.canonicalize().unwrap_or(file.to_path_buf()),
-                      "config": serde_json::from_str::<serde_json::Value>(config_json).unwrap_or_default(),
-                      "capabilities": {"directories": grants.iter().map(|g| serde_json::json!({
-                          "hostPath": g.host_path, "guestPath": g.guest_path(), "writable": g.writable})).collect::<Vec<_>>()}}],
-    });
-    std::fs::write(&config_file, config.to_string())
-        .map_err(|e| plugin_error(file, e.to_string()))?;
-    let registry = PluginRegistry::new(engine, Some(config_file));
+    let dir = private_temp_dir().map_err(|e| plugin_error(file, e))?;
+    let loaded = serve_under_test(file, &dir, config_json, grants);
     let _ = std::fs::remove_dir_all(&dir);
+    let (world, registry) = loaded?;
     if let Some(rejected) = registry.report()["plugins"][0]["lastRejected"].as_object() {
         return Err(plugin_error(
             file,
@@ -373,8 +427,57 @@ pub fn test_plugin(
     }
 }
 
-fn tempfile_dir() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("wasmlet-plugin-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    Ok(dir)
+/// A registry serving the plugin at `file` as `under-test`, its config written into `dir`,
+/// and the world the plugin implements.
+fn serve_under_test(
+    file: &Path,
+    dir: &Path,
+    config_json: &str,
+    grants: &Capabilities,
+) -> Result<(World, std::sync::Arc<PluginRegistry>), ToolError> {
+    // A compile cache for this run: the registry loads the component compiled here to detect
+    // its world instead of compiling it again (seconds for an interpreter's component).
+    let engine = PluginEngine::new(Some(dir.join("compiled")))
+        .map_err(|e| plugin_error(file, format!("{e:#}")))?;
+    let (component, _) = engine
+        .load_file(file)
+        .map_err(|e| plugin_error(file, e.to_string()))?;
+    let world =
+        detect_world(&component).ok_or_else(|| plugin_error(file, "implements no plugin world"))?;
+    let config_file = dir.join("plugins.yaml");
+    let config = serde_json::json!({
+        "apiVersion": "wasmlet.dev/v1alpha1",
+        "kind": "PluginConfiguration",
+        "plugins": [{"name": "under-test", "world": world.as_str(), "path": file.canonicalize().unwrap_or(file.to_path_buf()),
+                      "config": serde_json::from_str::<serde_json::Value>(config_json).unwrap_or_default(),
+                      "capabilities": {"directories": grants.directories.iter().map(|g| serde_json::json!({
+                          "hostPath": g.host_path, "guestPath": g.guest_path(), "writable": g.writable})).collect::<Vec<_>>(),
+                          "environment": grants.environment}}],
+    });
+    std::fs::write(&config_file, config.to_string())
+        .map_err(|e| plugin_error(file, e.to_string()))?;
+    Ok((world, PluginRegistry::new(engine, Some(config_file))))
+}
+
+/// A new directory for one `plugin test` run that only this user can enter: made here with
+/// mode 0700, never one found in place under the shared temporary directory, since compiled
+/// code is loaded from it.
+fn private_temp_dir() -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    for attempt in 0..100 {
+        let dir = base.join(format!(
+            "wasmlet-plugin-test-{}-{attempt}",
+            std::process::id()
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+        }
+    }
+    Err(format!(
+        "cannot create a directory of its own under {}: 100 names taken",
+        base.display()
+    ))
 }

@@ -6,7 +6,10 @@
 //! environment, no arguments, a closed stdin and no network (TCP, UDP and name lookup are
 //! off); clocks and random numbers are harmless and stay. Its stdout and stderr go to the
 //! host's log, line by line, under the plugin's name, within the same per-call budget as the
-//! `host.log` import.
+//! `host.log` import. [`imports`] tells an author which of the component's WASI imports
+//! depend on grants and what they get.
+
+pub(crate) mod imports;
 
 use super::config::Capabilities;
 use super::state::{LogBudget, MAX_LOG_BYTES};
