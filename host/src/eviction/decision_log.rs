@@ -3,8 +3,7 @@
 //! done, what a new plugin version on trial (`rollout:`) ranked, and which pod was evicted with
 //! what message.
 
-use super::EvictionManager;
-use crate::metrics::{decided_by_label, PluginLabels};
+use crate::metrics::{decided_by_label, Metrics, PluginLabels};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -179,46 +178,44 @@ pub(super) fn candidates(snapshot: &EvictionSnapshot, order: &[u32]) -> Vec<Cand
         .collect()
 }
 
-impl EvictionManager {
-    /// The shadow plugin's answer for the log; a disagreement with `chosen` is counted.
-    pub(super) fn shadow_choice(
-        &self,
-        answer: Result<Decision, wasmlet_plugin_host::PluginError>,
-        snapshot: &EvictionSnapshot,
-        chosen: Option<u32>,
-    ) -> ShadowChoice {
-        let name = |i: u32| snapshot.meta[i as usize].name.clone();
-        match answer {
-            Ok(shadow) => {
-                let would = shadow.order.first().copied();
-                let agrees = would == chosen;
-                let label = decided_by_label(&shadow.decided_by);
-                if !agrees {
-                    self.metrics
-                        .shadow_disagreements
-                        .get_or_create(&PluginLabels {
-                            plugin: label.clone(),
-                        })
-                        .inc();
-                }
-                info!(shadow = %label, would_evict = ?would.map(name), evicting = ?chosen.map(name), agrees, "shadow eviction plugin ranked");
-                ShadowChoice {
-                    decided_by: shadow.decided_by,
-                    would_evict: would.map(name),
-                    ranking: shadow.order.iter().map(|&i| name(i)).collect(),
-                    agrees,
-                    error: None,
-                }
+/// The shadow plugin's answer for the log; a disagreement with `chosen` is counted.
+pub(super) fn shadow_choice(
+    metrics: &Metrics,
+    answer: Result<Decision, wasmlet_plugin_host::PluginError>,
+    snapshot: &EvictionSnapshot,
+    chosen: Option<u32>,
+) -> ShadowChoice {
+    let name = |i: u32| snapshot.meta[i as usize].name.clone();
+    match answer {
+        Ok(shadow) => {
+            let would = shadow.order.first().copied();
+            let agrees = would == chosen;
+            let label = decided_by_label(&shadow.decided_by);
+            if !agrees {
+                metrics
+                    .shadow_disagreements
+                    .get_or_create(&PluginLabels {
+                        plugin: label.clone(),
+                    })
+                    .inc();
             }
-            Err(error) => ShadowChoice {
-                decided_by: DecidedBy::BuiltIn {
-                    reason: error.to_string(),
-                },
-                would_evict: None,
-                ranking: Vec::new(),
-                agrees: false,
-                error: Some(error.to_string()),
-            },
+            info!(shadow = %label, would_evict = ?would.map(name), evicting = ?chosen.map(name), agrees, "shadow eviction plugin ranked");
+            ShadowChoice {
+                decided_by: shadow.decided_by,
+                would_evict: would.map(name),
+                ranking: shadow.order.iter().map(|&i| name(i)).collect(),
+                agrees,
+                error: None,
+            }
         }
+        Err(error) => ShadowChoice {
+            decided_by: DecidedBy::BuiltIn {
+                reason: error.to_string(),
+            },
+            would_evict: None,
+            ranking: Vec::new(),
+            agrees: false,
+            error: Some(error.to_string()),
+        },
     }
 }

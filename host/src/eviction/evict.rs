@@ -5,11 +5,11 @@ use super::decision_log::{self, DecisionRecord};
 use super::{signals, EvictRequest, EvictionError, EvictionManager};
 use crate::config::eviction::Threshold;
 use crate::events::{EventType, ObjectRef};
-use crate::metrics::{decided_by_label, EvictionLabels};
+use crate::metrics::{decided_by_label, EvictionLabels, Metrics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
-use wasmlet_plugin_host::DecidedBy;
+use wasmlet_plugin_host::{DecidedBy, EvictionSnapshot, PluginRegistry};
 
 /// Upstream's pod grace for hard evictions (`immediateEvictionGracePeriodSeconds`).
 const HARD_EVICTION_GRACE: Duration = Duration::from_secs(1);
@@ -29,41 +29,24 @@ impl EvictionManager {
         let stats_taken = Instant::now();
         let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
         let snapshot = Arc::new(snapshot);
-        let ((decision, candidate), shadow) = {
-            let (plugins, snapshot) = (self.plugins.clone(), snapshot.clone());
+        let (chosen, mut record) = {
+            let (plugins, metrics) = (self.plugins.clone(), self.metrics.clone());
+            let (snapshot, threshold) = (snapshot.clone(), threshold.clone());
+            // The cycle's span, for the events `decide` logs off the executor.
+            let span = tracing::Span::current();
             tokio::task::spawn_blocking(move || {
-                (
-                    plugins.rank_with_candidate(&snapshot),
-                    plugins.rank_shadow(&snapshot),
-                )
+                span.in_scope(|| {
+                    decide(
+                        &plugins, &metrics, &snapshot, cycle, &threshold, available, capacity,
+                    )
+                })
             })
             .await
             .map_err(EvictionError::RankingTask)?
         };
-        if let DecidedBy::BuiltIn { reason } = &decision.decided_by {
-            info!(%reason, "eviction ranked by the built-in default");
-        }
         let name = |i: u32| snapshot.meta[i as usize].name.clone();
-        let ranking: Vec<String> = decision.order.iter().map(|&i| name(i)).collect();
-        let chosen = decision.order.first().copied();
-        let plugin = decided_by_label(&decision.decided_by);
-        let shadow = shadow.map(|answer| self.shadow_choice(answer, &snapshot, chosen));
-        let candidate = candidate.map(|rank| decision_log::CandidateChoice::of(rank, &snapshot));
-        let threshold_value = threshold.value.resolve(capacity);
-        let mut record = DecisionRecord {
-            time: crate::timestamps::now().0.to_string(),
-            cycle,
-            signal: threshold.signal.as_str(),
-            threshold: threshold_value,
-            available,
-            decided_by: decision.decided_by.clone(),
-            ranking,
-            candidates: decision_log::candidates(&snapshot, &decision.order),
-            evicted: None,
-            message: None,
-            shadow,
-            candidate,
-        };
+        let plugin = decided_by_label(&record.decided_by);
+        let threshold_value = record.threshold;
         let Some(index) = chosen else {
             warn!(
                 signal = threshold.signal.as_str(),
@@ -145,3 +128,46 @@ impl EvictionManager {
         Ok(())
     }
 }
+
+/// Ranks `snapshot` with the serving eviction plugin, beside the candidate version on trial
+/// (`rollout:`) and the shadow plugin when there are, and words the decision as `/evictions`
+/// shows it; the pod to evict is the first of the ranking. Blocking: the plugins are called
+/// here, off the executor.
+pub(super) fn decide(
+    plugins: &PluginRegistry,
+    metrics: &Metrics,
+    snapshot: &EvictionSnapshot,
+    cycle: u64,
+    threshold: &Threshold,
+    available: i64,
+    capacity: i64,
+) -> (Option<u32>, DecisionRecord) {
+    let (decision, candidate) = plugins.rank_with_candidate(snapshot);
+    let shadow = plugins.rank_shadow(snapshot);
+    if let DecidedBy::BuiltIn { reason } = &decision.decided_by {
+        info!(%reason, "eviction ranked by the built-in default");
+    }
+    let chosen = decision.order.first().copied();
+    let record = DecisionRecord {
+        time: crate::timestamps::now().0.to_string(),
+        cycle,
+        signal: threshold.signal.as_str(),
+        threshold: threshold.value.resolve(capacity),
+        available,
+        ranking: decision
+            .order
+            .iter()
+            .map(|&i| snapshot.meta[i as usize].name.clone())
+            .collect(),
+        candidates: decision_log::candidates(snapshot, &decision.order),
+        decided_by: decision.decided_by,
+        evicted: None,
+        message: None,
+        shadow: shadow.map(|answer| decision_log::shadow_choice(metrics, answer, snapshot, chosen)),
+        candidate: candidate.map(|rank| decision_log::CandidateChoice::of(rank, snapshot)),
+    };
+    (chosen, record)
+}
+
+#[cfg(test)]
+mod tests;
