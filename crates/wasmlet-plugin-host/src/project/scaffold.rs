@@ -166,7 +166,12 @@ fn rust_lib(world: World, type_name: &str) -> String {
             "//! A GC strategy; the trait's defaults are upstream's image and container GC order:\n\
              //! override `plan_images` or `plan_containers` to change them.\n\n\
              use wasmlet_plugin_sdk::{{export, GcStrategy}};\n\n#[derive(Default)]\npub struct {type_name};\n\n\
-             impl GcStrategy for {type_name} {{}}\n\nexport!({type_name} as gc);\n"
+             impl GcStrategy for {type_name} {{}}\n\nexport!({type_name} as gc);\n\n\
+             #[cfg(test)]\nmod tests {{\n    use super::*;\n    use wasmlet_plugin_sdk::fixtures::{{GcCase, ImageFixture}};\n\n    \
+             #[test]\n    fn least_recently_used_unused_images_go_first() {{\n        let case = GcCase::new()\n            \
+             .bytes_to_free(150 << 20)\n            .image(ImageFixture::new(\"recent:1\").used_minutes_ago(10))\n            \
+             .image(ImageFixture::new(\"old:1\").used_minutes_ago(300))\n            .image(ImageFixture::new(\"running:1\").in_use());\n        \
+             let plan = case.plan_image_tags(&{type_name}).unwrap();\n        assert_eq!(plan, [\"old:1\", \"recent:1\"]);\n    }}\n}}\n"
         ),
         World::ProbeHandler => format!(
             "//! A probe: succeeds when the pod accepts TCP connections on its first declared port.\n\n\
@@ -175,13 +180,20 @@ fn rust_lib(world: World, type_name: &str) -> String {
              impl ProbeHandler for {type_name} {{\n    fn check(&self, request: &ProbeRequest, pod: &dyn PodAccess) -> ProbeResult {{\n        \
              let Some(&port) = request.ports.first() else {{ return ProbeResult::failure(\"the pod declares no port\") }};\n        \
              match pod.tcp_connect(port, request.timeout_ms) {{\n            Ok(()) => ProbeResult::success(format!(\"port {{port}} accepts connections\")),\n            \
-             Err(error) => ProbeResult::failure(error),\n        }}\n    }}\n}}\n\nexport!({type_name} as probe);\n"
+             Err(error) => ProbeResult::failure(error),\n        }}\n    }}\n}}\n\nexport!({type_name} as probe);\n\n\
+             #[cfg(test)]\nmod tests {{\n    use super::*;\n    use wasmlet_plugin_sdk::fixtures::MockPod;\n    use wasmlet_plugin_sdk::ProbeOutcome;\n\n    \
+             #[test]\n    fn succeeds_once_the_first_port_accepts() {{\n        let request = ProbeRequest::new(\"\");\n        \
+             let closed = {type_name}.check(&request, &MockPod::new());\n        assert_eq!(closed.outcome, ProbeOutcome::Failure, \"{{closed:?}}\");\n        \
+             let open = {type_name}.check(&request, &MockPod::new().tcp_open(8080));\n        assert_eq!(open.outcome, ProbeOutcome::Success, \"{{open:?}}\");\n    }}\n}}\n"
         ),
         World::LifecycleHooks => format!(
             "//! Lifecycle hooks; the trait's defaults admit every pod and do nothing at\n\
              //! post-start and pre-stop: override `admit`, `post_start` or `pre_stop`.\n\n\
              use wasmlet_plugin_sdk::{{export, LifecycleHooks}};\n\n#[derive(Default)]\npub struct {type_name};\n\n\
-             impl LifecycleHooks for {type_name} {{}}\n\nexport!({type_name} as hooks);\n"
+             impl LifecycleHooks for {type_name} {{}}\n\nexport!({type_name} as hooks);\n\n\
+             #[cfg(test)]\nmod tests {{\n    use super::*;\n    use wasmlet_plugin_sdk::fixtures::HookCase;\n    use wasmlet_plugin_sdk::AdmissionContainer;\n\n    \
+             #[test]\n    fn admits_every_pod() {{\n        let case = HookCase::new(\"default\", \"web\").container(AdmissionContainer::new(\"app\"));\n        \
+             assert_eq!(case.admit(&{type_name}), Ok(()));\n    }}\n}}\n"
         ),
     }
 }
