@@ -114,28 +114,14 @@ fn plugin_validate_and_test_commands() {
 
 /// An SDK example built by scripts/build-sdk-plugins.sh (target/sdk-plugins/LANG/NAME.wasm);
 /// `None` when no SDK example was built, which CI never allows.
-fn sdk_wasm(lang: &str, name: &str) -> Option<PathBuf> {
+fn sdk_wasm(lang: &'static str, name: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/sdk-plugins");
-    if !dir.exists() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "{} does not exist: CI builds it (scripts/build-sdk-plugins.sh)",
-            dir.display()
-        );
-        eprintln!(
-            "{} does not exist: the SDK part skipped (run scripts/build-sdk-plugins.sh)",
-            dir.display()
-        );
-        return None;
-    }
-    let path = dir.join(lang).join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/build-sdk-plugins.sh",
-        path.display()
-    );
+    let (_, path) = sdk_plugins::components(&dir, name, &[lang])?.pop()?;
     Some(path)
 }
+
+#[path = "support/sdk_plugins.rs"]
+mod sdk_plugins;
 
 /// `plugin validate` lists the WASI interfaces a component imports beyond what every plugin
 /// gets, each with what the sandbox gives it under the grants, and still lists them when the

@@ -12,6 +12,9 @@
 use super::*;
 use std::sync::Mutex;
 
+#[path = "../support/sdk_plugins.rs"]
+mod sdk_plugins;
+
 const LANGS: [&str; 3] = ["go", "python", "js"];
 /// Interpreted runtimes need more than the Rust defaults (50 ms, 32 MiB) for a first call.
 const SDK_LIMITS: &str = "  limits: {deadlineMs: 5000, memoryMiB: 256}\n";
@@ -23,32 +26,7 @@ fn sdk_components(name: &str) -> Option<Vec<(&'static str, PathBuf)>> {
 
 fn sdk_components_in(name: &str, langs: &[&'static str]) -> Option<Vec<(&'static str, PathBuf)>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdk-plugins");
-    if !dir.exists() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "{} does not exist: CI builds it (scripts/build-sdk-plugins.sh)",
-            dir.display()
-        );
-        eprintln!(
-            "{} does not exist: SDK conformance skipped (run scripts/build-sdk-plugins.sh)",
-            dir.display()
-        );
-        return None;
-    }
-    Some(
-        langs
-            .iter()
-            .map(|lang| {
-                let path = dir.join(lang).join(format!("{name}.wasm"));
-                assert!(
-                    path.exists(),
-                    "{} is missing: run scripts/build-sdk-plugins.sh",
-                    path.display()
-                );
-                (*lang, path)
-            })
-            .collect(),
-    )
+    sdk_plugins::components(&dir, name, langs)
 }
 
 #[test]
