@@ -24,6 +24,9 @@
 #   WASMLET_IMAGEFS_SIZE=""                  if set (e.g. 512M), containerd's root (the image
 #                                            filesystem) is a tmpfs of that size, so image GC
 #                                            thresholds can be reached by tests
+#   WASMLET_SANDBOX_IMAGE=registry.k8s.io/pause:local
+#                                            containerd's sandbox_image (scripts/conformance.sh
+#                                            sets the release's pause, which it imports itself)
 set -euo pipefail
 
 NODE_DIR=$(readlink -m "${WASMLET_NODE_DIR:-/var/lib/wasmlet-node}")
@@ -42,7 +45,7 @@ LOGFILE=$NODE_DIR/log/containerd.log
 IMAGE_TAR=$NODE_DIR/images/images.oci.tar
 IMPORT_STAMP=$NODE_DIR/images/imported
 CNI_NETWORK=wasmlet
-PAUSE_IMAGE=registry.k8s.io/pause:local
+PAUSE_IMAGE=${WASMLET_SANDBOX_IMAGE:-registry.k8s.io/pause:local}
 PACKAGES="containerd runc containernetworking-plugins busybox-static iptables"
 
 T0=$(date +%s%N)
