@@ -4,7 +4,45 @@
 # Exits non-zero on any failure. Needs root (containerd, CNI, cgroups).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-step() { printf '\n=== %s\n' "$*" >&2; }
+# Each step's wall time, printed as a table when the script exits (whatever the outcome).
+STEP_NAMES=()
+STEP_SECONDS=()
+CURRENT_STEP=""
+STEP_START=$SECONDS
+finish_step() {
+  if [ -n "$CURRENT_STEP" ]; then
+    STEP_NAMES+=("$CURRENT_STEP")
+    STEP_SECONDS+=($((SECONDS - STEP_START)))
+  fi
+  CURRENT_STEP=""
+}
+step() {
+  finish_step
+  CURRENT_STEP="$*"
+  STEP_START=$SECONDS
+  printf '\n=== %s\n' "$*" >&2
+}
+# shellcheck disable=SC2317 # the EXIT trap
+step_table() {
+  local i
+  finish_step
+  printf '\n%-8s %s\n' seconds step >&2
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '%-8s %s\n' "${STEP_SECONDS[$i]}" "${STEP_NAMES[$i]}" >&2
+  done
+  printf '%-8s %s\n' "$SECONDS" total >&2
+}
+CLUSTER_STARTED=""
+# shellcheck disable=SC2317 # the EXIT trap
+on_exit() {
+  local rc=$?
+  if [ -n "$CLUSTER_STARTED" ]; then
+    scripts/control-plane.sh stop "$CLUSTER_STARTED" >/dev/null 2>&1 || true
+  fi
+  step_table
+  exit "$rc"
+}
+trap on_exit EXIT
 
 # The grpc probe tests need a gRPC health server in the test image (busybox has none): built
 # here, statically linked against glibc, and added to wasmlet-test:local by setup-node.sh.
@@ -69,12 +107,22 @@ scripts/check-module-graph.sh
 step "cargo clippy"
 cargo clippy --release --all-targets -- -D warnings
 
+step "conformance: e2e.test, ginkgo and the e2e images (cached by version)"
+scripts/conformance.sh build >/dev/null
+scripts/conformance.sh images >/dev/null
+
+step "conformance: upstream e2e smoke selection against a wasmlet node"
+# Every test tests/conformance/smoke.txt lists must pass (upstream's own e2e.test, one wasmlet
+# node on its own control plane, which the run stops again before the cluster tests start one).
+scripts/conformance.sh run --agent wasmlet --nodes 1 --expect tests/conformance/smoke.txt \
+  --report "${WASMLET_CONFORMANCE_REPORT:-target/conformance-smoke}"
+
 step "control plane: start (for tests/cluster)"
 # The cluster tests join this control plane, each as its own node identity; it is stopped
 # when this script exits, whatever the outcome.
 export WASMLET_TEST_CLUSTER_DIR=${WASMLET_TEST_CLUSTER_DIR:-/var/lib/wasmlet-test-cluster}
+CLUSTER_STARTED=$WASMLET_TEST_CLUSTER_DIR
 scripts/control-plane.sh start "$WASMLET_TEST_CLUSTER_DIR" >/dev/null
-trap 'scripts/control-plane.sh stop "$WASMLET_TEST_CLUSTER_DIR" >/dev/null 2>&1 || true' EXIT
 
 step "cargo test (unit + integration, real containerd, real control plane)"
 # The disk's fill level, for reading a failure: test nodes ignore it (tests/integration/harness.rs).

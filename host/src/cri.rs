@@ -49,6 +49,9 @@ pub mod labels {
     /// The spec's `terminationMessagePath`, recorded as upstream records it for such tools.
     pub const CONTAINER_TERMINATION_MESSAGE_PATH: &str =
         "io.kubernetes.container.terminationMessagePath";
+    /// The spec's `terminationMessagePolicy`: whether an empty message falls back to the log.
+    pub const CONTAINER_TERMINATION_MESSAGE_POLICY: &str =
+        "io.kubernetes.container.terminationMessagePolicy";
     /// The pod's grace period at creation: an orphaned container (its pod no longer known) is
     /// stopped with it.
     pub const POD_TERMINATION_GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";

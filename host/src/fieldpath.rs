@@ -39,7 +39,7 @@ pub enum FieldPathError {
         /// The resource as written.
         resource: String,
     },
-    /// A `divisor` of zero or less, which would divide by zero or flip the sign.
+    /// A negative `divisor`, which would flip the sign (zero means unset, as upstream).
     #[error("divisor of {resource:?} must be positive")]
     NonPositiveDivisor {
         /// The resource the divisor belongs to.
@@ -143,11 +143,12 @@ pub fn resource_value(
         }
         None => 0,
     };
-    let divisor = match divisor {
-        Some(q) => parse_milli(&q.0)?,
-        None => 1000,
+    // The API server defaults an unset divisor to "0", which upstream reads as 1.
+    let divisor = match divisor.map(|q| parse_milli(&q.0)).transpose()? {
+        None | Some(0) => 1000,
+        Some(divisor) => divisor,
     };
-    if divisor <= 0 {
+    if divisor < 0 {
         return Err(FieldPathError::NonPositiveDivisor {
             resource: resource.into(),
         });
@@ -189,7 +190,7 @@ mod tests {
         );
         assert_eq!(text("cpu", None), r#"unsupported resource "cpu""#);
         assert_eq!(
-            text("limits.cpu", Some("0")),
+            text("limits.cpu", Some("-1")),
             r#"divisor of "limits.cpu" must be positive"#
         );
         assert_eq!(

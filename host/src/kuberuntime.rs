@@ -7,11 +7,13 @@
 mod actions;
 mod container;
 pub mod env;
+mod etc_hosts;
 mod image;
 mod linux_resources;
 pub mod pod_config;
 mod sandbox;
 mod sync;
+mod termination_message;
 
 pub use actions::{
     compute_pod_actions, container_hash, seed_backoff, ActionInput, BackOffHold, CreatedContainer,
@@ -65,7 +67,12 @@ pub struct RuntimeManager {
 impl RuntimeManager {
     /// Reads what the runtime holds for pod `uid` on this node.
     pub async fn fetch(&self, uid: &str) -> Result<PodRuntimeStatus, CriError> {
-        PodRuntimeStatus::fetch(&self.cri, uid, &self.node.node_name).await
+        let mut status = PodRuntimeStatus::fetch(&self.cri, uid, &self.node.node_name).await?;
+        status
+            .containers
+            .iter_mut()
+            .for_each(termination_message::fill);
+        Ok(status)
     }
 
     /// What the hooks of `pod` may reach, as of `runtime`.

@@ -61,6 +61,22 @@ fn quantity(value: i64) -> Quantity {
     Quantity(value.max(0).to_string())
 }
 
+/// Bytes in the canonical form of upstream's `BinarySI` quantities: the largest binary suffix
+/// that divides the value exactly (`24683584Ki`), else the plain number, so `kubectl describe
+/// node` reads as it does for a kubelet.
+fn binary_quantity(bytes: i64) -> Quantity {
+    let mut value = bytes.max(0);
+    let mut suffix = "";
+    for next in ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"] {
+        if value == 0 || value % 1024 != 0 {
+            break;
+        }
+        value /= 1024;
+        suffix = next;
+    }
+    Quantity(format!("{value}{suffix}"))
+}
+
 fn condition(
     type_: &str,
     active: bool,
@@ -112,23 +128,26 @@ pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<Str
             "cpu".to_string(),
             Quantity(format!("{}m", facts.cpu_capacity_millis.max(0))),
         ),
-        ("memory".to_string(), quantity(facts.memory_capacity_bytes)),
+        (
+            "memory".to_string(),
+            binary_quantity(facts.memory_capacity_bytes),
+        ),
         ("pods".to_string(), quantity(facts.max_pods)),
         (
             "ephemeral-storage".to_string(),
-            quantity(facts.nodefs_capacity_bytes),
+            binary_quantity(facts.nodefs_capacity_bytes),
         ),
     ]
     .into();
     let mut hugepages_total = 0i64;
     for (name, bytes) in &facts.hugepages {
-        capacity.insert(name.clone(), quantity(*bytes));
+        capacity.insert(name.clone(), binary_quantity(*bytes));
         hugepages_total = hugepages_total.saturating_add(*bytes);
     }
     let mut allocatable = capacity.clone();
     allocatable.insert(
         "memory".into(),
-        quantity(
+        binary_quantity(
             facts
                 .memory_capacity_bytes
                 .saturating_sub(facts.memory_hard_threshold_bytes)
@@ -137,7 +156,7 @@ pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<Str
     );
     allocatable.insert(
         "ephemeral-storage".into(),
-        quantity(
+        binary_quantity(
             facts
                 .nodefs_capacity_bytes
                 .saturating_sub(facts.nodefs_hard_threshold_bytes),

@@ -13,7 +13,6 @@ use crate::prober::{self, ContainerProbes, ProbeConfig, Prober};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusManager, Waiting};
 use crate::timestamps;
-use crate::volumes;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::HashMap;
@@ -48,7 +47,7 @@ impl NodeRuntime {
 }
 
 /// A message to a pod worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum WorkerMessage {
     /// Something changed (a PLEG event, a timer): compare runtime and spec again.
     Sync,
@@ -67,6 +66,10 @@ pub enum WorkerMessage {
         /// `deletionGracePeriodSeconds` of a graceful delete.
         grace: Option<Duration>,
     },
+    /// The source changed the pod under the same UID (labels, annotations, images,
+    /// `activeDeadlineSeconds`): the worker syncs towards the new one, as upstream's
+    /// `UpdatePod`.
+    Update(Box<Pod>),
     /// Node pressure: kill the pod with `grace`, free its volumes, and show it as Failed with
     /// reason Evicted and `message`. It does not run again.
     Evict {
@@ -135,13 +138,7 @@ pub fn spawn(
     let uid = podutil::uid(&pod).to_string();
     let full_name = podutil::full_name(&pod);
     let span = tracing::info_span!("pod", pod = %full_name, uid = %uid);
-    let probe_configs = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .map(|c| (c.name.clone(), prober::container_probes(&pod, c)))
-        .filter(|(_, probes)| !probes.is_empty())
-        .collect();
+    let probe_configs = probe_configs(&pod);
     let worker = PodWorker {
         myself: messages.downgrade(),
         probe_configs,
@@ -165,6 +162,16 @@ pub fn spawn(
         done,
         terminating: false,
     }
+}
+
+/// The probes of each app container of `pod` that declares any (spec and plugin annotations).
+fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
+        .filter(|(_, probes)| !probes.is_empty())
+        .collect()
 }
 
 /// `kubelet_pod_worker_duration_seconds{operation_type}` for one sync or kill.
@@ -232,6 +239,7 @@ impl PodWorker {
             let mut sync = false;
             let mut exits = Vec::new();
             let mut evict = None;
+            let mut update = None;
             for message in
                 std::iter::once(first).chain(std::iter::from_fn(|| inbox.try_recv().ok()))
             {
@@ -244,7 +252,12 @@ impl PodWorker {
                         exits.push((container_id, exit))
                     }
                     WorkerMessage::Evict { message, grace } => evict = Some((message, grace)),
+                    WorkerMessage::Update(pod) => update = Some(pod),
                 }
+            }
+            if let Some(pod) = update {
+                self.update(*pod);
+                sync = true;
             }
             if let Some(grace) = terminate {
                 let span = self.sync_span("kill");
@@ -309,6 +322,11 @@ impl PodWorker {
     /// One sync: the runtime side brings the pod towards its spec, then the status is
     /// published and the probes follow the running containers. Returns when to sync again.
     async fn sync(&mut self) -> Result<Duration, SyncError> {
+        let deadline_left = self.active_deadline_left();
+        if deadline_left == Some(Duration::ZERO) {
+            self.exceed_deadline().await;
+            return Ok(self.node.runtime.sync_frequency);
+        }
         let terminal = self.node.status.is_terminal(&self.uid);
         let unhealthy = self.unhealthy();
         // The probes of a condemned container go now, before the kill (a probe's exec must not
@@ -347,7 +365,18 @@ impl PodWorker {
         if self.node.status.is_terminal(&self.uid) {
             self.finish(result.runtime).await?;
         }
-        Ok(result.requeue)
+        // Once started, the pod is synced again when its active deadline passes.
+        let deadline_left = self.active_deadline_left().unwrap_or(Duration::MAX);
+        Ok(result.requeue.min(deadline_left))
+    }
+
+    /// Takes the source's new version of the pod: the next sync brings the runtime, the
+    /// volumes and the status towards it. Probes of running containers keep their tasks; new
+    /// containers get the new probe configs.
+    fn update(&mut self, pod: Pod) {
+        debug!("pod updated by its source");
+        self.pod = pod;
+        self.probe_configs = probe_configs(&self.pod);
     }
 
     /// Shows exits reported by containerd's events in the status at once, on top of the last
@@ -442,47 +471,6 @@ impl PodWorker {
         crate::metrics::kubelet::kubelet().pod_started(since_seen, sli, host_network);
     }
 
-    /// The pod is done (Succeeded or Failed): stop its sandbox, keep the exited containers
-    /// for their logs and status, as upstream.
-    async fn finish(&mut self, runtime: PodRuntimeStatus) -> Result<(), SyncError> {
-        let grace = podutil::grace_period(&self.pod);
-        let cri = &self.node.runtime.cri;
-        kuberuntime::stop_all(cri, &runtime, |_| grace, None).await?;
-        self.node.runtime.stop_ready_sandboxes(&runtime).await?;
-        let runtime = self.node.runtime.fetch(&self.uid).await?;
-        self.publish(&runtime, &HashMap::new(), true);
-        self.state = WorkerState::Finished;
-        info!("pod finished");
-        Ok(())
-    }
-
-    /// Kills the pod for node pressure (upstream `evictPod`): every container with `grace`,
-    /// the sandbox stopped, volumes freed (an emptyDir on tmpfs is memory the node needs back),
-    /// then the status says Failed / Evicted with a DisruptionTarget condition.
-    async fn evict(&mut self, message: String, grace: Duration) {
-        let grace = grace.max(MINIMUM_GRACE);
-        info!(grace_s = grace.as_secs(), %message, "evicting pod");
-        let runtime = &self.node.runtime;
-        let pod = &self.pod;
-        let uid = &self.uid;
-        let runtime_status = retry("evicting pod failed", || async move {
-            let current = runtime.fetch(uid).await?;
-            let hooks = runtime.hooks(pod, &current);
-            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks))
-                .await
-                .inspect_err(|error| failed_kill(runtime, pod, error))?;
-            runtime.stop_ready_sandboxes(&current).await?;
-            runtime.fetch(uid).await
-        })
-        .await;
-        volumes::cleanup(&self.node.runtime.node.root_dir, &self.uid);
-        self.sync_state.forget_volumes();
-        self.publish(&runtime_status, &HashMap::new(), true);
-        self.node.status.mark_evicted(&self.uid, message);
-        self.state = WorkerState::Finished;
-        info!("pod evicted");
-    }
-
     /// Graceful termination and removal of everything the runtime holds for the pod: the
     /// containers are stopped (preStop first), the final status published with a terminal
     /// phase, then containers and sandboxes removed.
@@ -537,6 +525,7 @@ fn failed_kill(runtime: &RuntimeManager, pod: &Pod, error: &crate::cri::CriError
     );
 }
 
+mod ending;
 mod probes;
 mod teardown;
 

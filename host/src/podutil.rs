@@ -2,7 +2,7 @@
 //! ports, its grace period. A leaf, so that workers, hooks, probes, admission and eviction
 //! share it without depending on each other.
 
-use k8s_openapi::api::core::v1::{LifecycleHandler, Pod, Probe};
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer, LifecycleHandler, Pod, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +22,35 @@ pub fn full_name(pod: &Pod) -> String {
 /// The pod's UID ("" before the source gave it one).
 pub fn uid(pod: &Pod) -> &str {
     pod.metadata.uid.as_deref().unwrap_or("")
+}
+
+/// An ephemeral container as the container it runs as: the two share every field but the
+/// target (`targetContainerName`), so the conversion goes through their common JSON form.
+/// `None` only if the two types ever stop sharing that form.
+pub fn ephemeral_as_container(ephemeral: &EphemeralContainer) -> Option<Container> {
+    let mut value = serde_json::to_value(ephemeral).ok()?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("targetContainerName");
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// The names of every container the pod declares: init, app and ephemeral.
+pub fn container_names(pod: &Pod) -> impl Iterator<Item = &str> {
+    pod.spec.iter().flat_map(|spec| {
+        let init = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str());
+        let app = spec.containers.iter().map(|c| c.name.as_str());
+        let ephemeral = spec
+            .ephemeral_containers
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str());
+        init.chain(app).chain(ephemeral)
+    })
 }
 
 /// Whether the pod runs in the node's network namespace.

@@ -244,7 +244,12 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         .init_containers
         .iter()
         .flatten()
-        .map(|c| container_status(input, c, "PodInitializing"))
+        .map(|c| {
+            let mut status = container_status(input, c, "PodInitializing");
+            // An init container that completed counts as ready, as upstream reports it.
+            status.ready |= succeeded(&status);
+            status
+        })
         .collect();
     let init_done = init.iter().all(succeeded);
     let app_default = if init_done {
@@ -258,6 +263,13 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         .map(|c| container_status(input, c, app_default))
         .collect();
     let phase = phase(restart_policy, &init, &app, input.terminal);
+    let ephemeral: Vec<_> = spec
+        .ephemeral_containers
+        .iter()
+        .flatten()
+        .filter_map(crate::podutil::ephemeral_as_container)
+        .map(|c| container_status(input, &c, "ContainerCreating"))
+        .collect();
 
     let sandbox = input.runtime.current_sandbox().filter(|s| s.ready);
     let host_network = spec.host_network.unwrap_or(false);
@@ -343,6 +355,7 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         qos_class: Some(pod_qos(input.pod).as_str().into()),
         init_container_statuses: (!init.is_empty()).then_some(init),
         container_statuses: Some(app),
+        ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
         ..Default::default()
     }
 }
@@ -359,19 +372,25 @@ pub fn rejected(reason: &str, message: String, host_ip: &str) -> PodStatus {
     }
 }
 
-/// Marks a status as evicted, as upstream's eviction manager does: phase Failed, reason
-/// Evicted, the message, and a DisruptionTarget condition (TerminationByKubelet).
-pub fn mark_evicted(status: &mut PodStatus, message: String) {
+/// Marks a status Failed by the node itself (an eviction, an active deadline): the phase,
+/// `reason` and `message`, and the pod no longer ready.
+pub fn mark_failed(status: &mut PodStatus, reason: &str, message: String) {
     status.phase = Some("Failed".into());
-    status.reason = Some("Evicted".into());
-    status.message = Some(message.clone());
-    let conditions = status.conditions.get_or_insert_with(Vec::new);
-    conditions.retain(|c| c.type_ != "DisruptionTarget");
-    for condition in conditions.iter_mut() {
+    status.reason = Some(reason.into());
+    status.message = Some(message);
+    for condition in status.conditions.iter_mut().flatten() {
         if condition.type_ == "Ready" || condition.type_ == "ContainersReady" {
             condition.status = "False".into();
         }
     }
+}
+
+/// Marks a status as evicted, as upstream's eviction manager does: phase Failed, reason
+/// Evicted, the message, and a DisruptionTarget condition (TerminationByKubelet).
+pub fn mark_evicted(status: &mut PodStatus, message: String) {
+    mark_failed(status, "Evicted", message.clone());
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    conditions.retain(|c| c.type_ != "DisruptionTarget");
     conditions.push(k8s_openapi::api::core::v1::PodCondition {
         type_: "DisruptionTarget".into(),
         status: "True".into(),

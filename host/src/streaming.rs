@@ -211,20 +211,7 @@ impl StreamingState {
         target: &Target,
     ) -> Result<String, StreamingError> {
         let name = target.container.as_str();
-        let in_spec = pod.spec.as_ref().is_some_and(|spec| {
-            let regular = spec.containers.iter().map(|c| c.name.as_str());
-            let init = spec
-                .init_containers
-                .iter()
-                .flatten()
-                .map(|c| c.name.as_str());
-            let ephemeral = spec
-                .ephemeral_containers
-                .iter()
-                .flatten()
-                .map(|c| c.name.as_str());
-            regular.chain(init).chain(ephemeral).any(|n| n == name)
-        });
+        let in_spec = crate::podutil::container_names(pod).any(|n| n == name);
         if !in_spec {
             return Err(StreamingError::ContainerNotFound {
                 pod: target.pod_name(),

@@ -169,10 +169,12 @@ impl SyncLoop {
                     info!(pod = %worker.full_name, %uid, grace_s = grace.as_secs(), "pod deleted in the API server; terminating");
                     worker.terminate(Some(grace));
                 }
-            } else if self.workers.contains_key(&uid) {
-                // Only the spec's mutable parts (images, activeDeadlineSeconds, tolerations)
-                // may change under a UID; wasmlet does not apply them to a running pod yet.
-                info!(pod = %podutil::full_name(&pod.pod), %uid, "pod updated");
+            } else if let Some(worker) = self.workers.get(&uid).filter(|w| !w.terminating) {
+                // Under one UID only the spec's mutable parts (images, activeDeadlineSeconds,
+                // tolerations, ephemeral containers) and the metadata change: the worker acts
+                // on the new pod, as upstream's UpdatePod.
+                info!(pod = %worker.full_name, %uid, "pod updated");
+                worker.send(WorkerMessage::Update(Box::new(pod.pod.clone())));
             }
             self.desired.insert(uid, pod);
         }

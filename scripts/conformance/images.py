@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import io
 import os
+import subprocess
 import sys
 import tarfile
 
@@ -74,6 +75,23 @@ def debian_layer(rootfs):
     return out.finish(), passwd, group
 
 
+def busybox_layer(busybox):
+    """Debian's busybox-static as upstream's busybox image has it: every applet in /bin (the
+    tests call /bin/sysctl, /bin/true, ...) and where busybox itself puts it, with /etc/passwd
+    and /etc/group, /tmp and /root."""
+    layer = Layer()
+    for d in sorted(build_images.BASE_DIRS):
+        layer.dir(d, build_images.BASE_DIRS[d])
+    layer.file("bin/busybox", read(busybox), 0o755)
+    full = subprocess.run([busybox, "--list-full"], check=True, capture_output=True, text=True).stdout.split()
+    links = {path for path in full if "/" in path} | {f"bin/{path.rsplit('/', 1)[-1]}" for path in full}
+    for link in sorted(links - {"bin/busybox"}):
+        layer.symlink(link, "/bin/busybox")
+    for name in sorted(build_images.BASE_FILES):
+        layer.file(name, build_images.BASE_FILES[name].encode())
+    return layer.finish()
+
+
 def agnhost_layer(bin_dir, passwd, group):
     layer = Layer()
     layer.dir("etc")
@@ -130,7 +148,7 @@ def main():
     args = ap.parse_args()
 
     arch = build_images.oci_arch()
-    bb = build_images.base_layer(args.busybox)
+    bb = busybox_layer(args.busybox)
     deb, passwd, group = debian_layer(args.rootfs)
     agn = agnhost_layer(args.bin, passwd, group)
     html = files_layer([("usr/share/nginx/html/index.html", b"<h1>wasmlet e2e stand-in for nginx</h1>\n", 0o644)])

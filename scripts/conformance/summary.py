@@ -117,7 +117,7 @@ def main():
 
     md = [f"# e2e: {args.agent}, {args.nodes} node(s)", "",
           f"Selection: {args.selection}", "",
-          f"**{len(passed)} passed, {len(failed)} failed**, {len(skipped)} skipped; wall time "
+          f"**{len(passed)} passed, {len(failed)} failed**, {len(skipped)} not run (filtered out or skipped); wall time "
           f"{args.wall_seconds // 60} min {args.wall_seconds % 60} s.", "",
           "| SIG | passed | failed |", "|---|---|---|"]
     md += [f"| {sig} | {row['passed']} | {row['failed']} |" for sig, row in sorted(sigs.items())]

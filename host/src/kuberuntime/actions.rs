@@ -179,6 +179,18 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
         return actions;
     };
     let restart_policy = crate::podutil::restart_policy(input.pod);
+    // Ephemeral containers start once each, whatever the init containers do, and never
+    // restart (upstream's EphemeralContainersToStart).
+    for ephemeral in spec.ephemeral_containers.iter().flatten() {
+        if runtime.latest(&ephemeral.name).is_none() {
+            actions.start.push(StartAction {
+                name: ephemeral.name.clone(),
+                init: false,
+                attempt: 0,
+                failed_at: None,
+            });
+        }
+    }
     for container in spec.init_containers.iter().flatten() {
         match runtime.latest(&container.name) {
             Some(c) if runtime_status::is_exited(c) && c.exit_code == 0 => continue,

@@ -98,8 +98,21 @@ impl RuntimeManager {
             .map_err(|error| error.to_string());
         let config = envs.and_then(|envs| {
             let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
-            let mounts = volumes::mounts(ctx.pod, container, ctx.volume_paths, &pod_dir)
+            let mut mounts = volumes::mounts(ctx.pod, container, ctx.volume_paths, &pod_dir)
                 .map_err(|error| error.to_string())?;
+            let hosts = super::etc_hosts::mount(
+                ctx.pod,
+                container,
+                &pod_dir,
+                &ctx.facts.pod_ips,
+                &self.node.dns.cluster_domain,
+                std::path::Path::new("/etc/hosts"),
+            )
+            .map_err(|error| format!("cannot write the pod's /etc/hosts: {error}"))?;
+            mounts.extend(hosts);
+            let message = super::termination_message::mount(&pod_dir, container, restart_count)
+                .map_err(|error| format!("cannot create the termination message file: {error}"))?;
+            mounts.extend(message);
             pod_config::container_config(
                 ctx.pod,
                 container,

@@ -116,16 +116,7 @@ pub fn sandbox_config(
         // runc refuses to set a hostname without a private UTS namespace; upstream sends none.
         String::new()
     } else {
-        let name = spec
-            .hostname
-            .clone()
-            .or_else(|| meta.name.clone())
-            .unwrap_or_default();
-        name.chars()
-            .take(63)
-            .collect::<String>()
-            .trim_end_matches(['-', '.'])
-            .to_string()
+        super::etc_hosts::hostname_and_domain(pod, "").0
     };
     let mut port_mappings = Vec::new();
     for container in &spec.containers {
@@ -299,6 +290,13 @@ pub fn container_config(
                 .termination_message_path
                 .clone()
                 .unwrap_or_default(),
+        ),
+        (
+            labels::CONTAINER_TERMINATION_MESSAGE_POLICY.to_string(),
+            container
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".into()),
         ),
         (
             labels::POD_TERMINATION_GRACE_PERIOD.to_string(),

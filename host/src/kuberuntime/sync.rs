@@ -14,6 +14,7 @@ use crate::runtime_status::PodRuntimeStatus;
 use crate::status::Waiting;
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 use tracing::{info, warn};
@@ -93,14 +94,23 @@ impl SyncOutcome {
     }
 }
 
-fn spec_container<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
-    pod.spec.as_ref().and_then(|s| {
-        s.init_containers
-            .iter()
-            .flatten()
-            .chain(&s.containers)
-            .find(|c| c.name == name)
-    })
+fn spec_container<'a>(pod: &'a Pod, name: &str) -> Option<Cow<'a, Container>> {
+    let spec = pod.spec.as_ref()?;
+    let declared = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .find(|c| c.name == name);
+    if let Some(container) = declared {
+        return Some(Cow::Borrowed(container));
+    }
+    spec.ephemeral_containers
+        .iter()
+        .flatten()
+        .find(|c| c.name == name)
+        .and_then(crate::podutil::ephemeral_as_container)
+        .map(Cow::Owned)
 }
 
 impl RuntimeManager {
@@ -328,7 +338,7 @@ impl RuntimeManager {
                 container_backoff.next(&start.name, failed_at, SystemTime::now());
                 info!(container = %start.name, restart = start.attempt, "restarting container");
             }
-            self.start_container(ctx, container, start.attempt, image_backoff, outcome)
+            self.start_container(ctx, &container, start.attempt, image_backoff, outcome)
                 .await;
         }
         for hold in &actions.back_off {

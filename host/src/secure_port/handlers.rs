@@ -34,6 +34,7 @@ fn container_state(pod: &Pod, container: &str) -> Option<(u32, bool)> {
         .iter()
         .flatten()
         .chain(status.container_statuses.iter().flatten())
+        .chain(status.ephemeral_container_statuses.iter().flatten())
         .find(|c| c.name == container)
         .map(|c| {
             let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
@@ -42,12 +43,7 @@ fn container_state(pod: &Pod, container: &str) -> Option<(u32, bool)> {
 }
 
 fn declares_container(pod: &Pod, container: &str) -> bool {
-    pod.spec.as_ref().is_some_and(|spec| {
-        spec.containers
-            .iter()
-            .chain(spec.init_containers.iter().flatten())
-            .any(|c| c.name == container)
-    })
+    crate::podutil::container_names(pod).any(|c| c == container)
 }
 
 /// `GET /containerLogs/{namespace}/{pod}/{container}`, as upstream: the log streamed from the

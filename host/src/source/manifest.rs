@@ -146,9 +146,8 @@ fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
             if let Some(divisor) = divisor {
                 let field =
                     format!("spec.volumes[{i}].downwardAPI.items[{j}].resourceFieldRef.divisor");
-                if quantity_milli(&field, divisor)? == 0 {
-                    return Err(problem(field, "must be greater than 0"));
-                }
+                // Zero is how the API server writes an unset divisor: only its form is checked.
+                quantity_milli(&field, divisor)?;
             }
         }
     }
@@ -520,9 +519,9 @@ mod tests {
             "unknown suffix",
         );
         check(
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, downwardAPI: {items: [{path: p, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: '0'}}]}}]\n  containers: [{name: c, image: b}]\n".into(),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  volumes: [{name: v, downwardAPI: {items: [{path: p, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: '-1'}}]}}]\n  containers: [{name: c, image: b}]\n".into(),
             "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.divisor",
-            "greater than 0",
+            "greater than or equal to 0",
         );
         assert!(load(
             &with("{requests: {cpu: 500m}, limits: {cpu: '1', memory: 64Mi}}"),

@@ -77,6 +77,16 @@ impl StatusManager {
         }
     }
 
+    /// Marks the pod Failed with `reason` and `message` (see [`super::mark_failed`]).
+    pub fn mark_failed(&self, uid: &str, reason: &str, message: String) {
+        if let Some(mut pod) = self.get(uid) {
+            if let Some(status) = pod.status.as_mut() {
+                super::mark_failed(status, reason, message);
+            }
+            self.write(pod);
+        }
+    }
+
     /// Forgets the pod: it is gone from the node.
     pub fn remove(&self, uid: &str) {
         self.store.remove(uid);
