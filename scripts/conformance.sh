@@ -239,6 +239,8 @@ on_exit() {
   trap - EXIT INT TERM
   stop_agents
   for i in "${!NODE_DIRS[@]}"; do
+    # The agents' logs go with the report: the next run starts their directories afresh.
+    [ -z "$REPORT" ] || cp "$WORK/agent-$((i + 1))/$AGENT.log" "$REPORT/$AGENT-$((i + 1)).log" 2>/dev/null || true
     # The kubelet bind-mounts pod volumes below its root dir.
     grep -o " $WORK/agent-$((i + 1))/[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l || true
     WASMLET_NODE_DIR="${NODE_DIRS[$i]}" WASMLET_BRIDGE="$(node_bridge $((i + 1)))" \

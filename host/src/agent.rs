@@ -122,6 +122,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     let syncloop_threshold = (kubelet.sync_frequency * 2).max(Duration::from_secs(300));
     let health = Arc::new(Health::new(syncloop_threshold, PLEG_THRESHOLD));
     let (source_tx, source_rx) = watch::channel(Arc::new(SourceSnapshot::default()));
+    let (api_pods_tx, api_pods_rx) = watch::channel(Arc::new(source::ApiSnapshot::default()));
 
     // Plugins compile off the async executor; a bad plugin never stops the node.
     let cache_dir = config.root_dir.join("plugin-cache");
@@ -255,6 +256,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             policy: Default::default(),
         },
         source: source_rx.clone(),
+        api_source: clients.is_some().then(|| api_pods_rx.clone()),
         cycles: Default::default(),
     });
     tokio::spawn(gc.clone().run(
@@ -326,7 +328,6 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     tokio::spawn(eviction.run());
 
     let plugins_for_admission = prober.plugins.clone();
-    let (api_pods_tx, api_pods_rx) = watch::channel(Arc::new(source::ApiSnapshot::default()));
     let mut status_sinks: Vec<Arc<dyn crate::status::StatusSink>> = Vec::new();
     // The API's view of this Node (labels, taints, allocatable), for admission.
     let (node_tx, node_rx) = watch::channel(None);
@@ -349,7 +350,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
                 node_uid: node_uid_rx,
             },
         ));
-        tokio::spawn(writer.run(clients.clone(), mirrors.clone()));
+        tokio::spawn(writer.run(clients.clone(), mirrors.clone(), api_pods_rx.clone()));
         tokio::spawn(crate::cluster::run_node(
             clients.clone(),
             node_view.clone(),

@@ -43,6 +43,9 @@ pub mod labels {
     /// Which node agent owns the object: wasmlet only ever manages objects carrying its own
     /// node name, so several agents (or test nodes) can share one runtime safely.
     pub const NODE: &str = "wasmlet.dev/node";
+    /// Marks a sidecar (an init container with `restartPolicy: Always`): a pod's sidecars are
+    /// stopped after its other containers.
+    pub const SIDECAR: &str = "wasmlet.dev/sidecar";
     /// Annotations, as upstream. The container's restart count when it was created, for
     /// tools that read upstream's annotations.
     pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";

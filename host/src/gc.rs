@@ -7,7 +7,7 @@ pub mod images;
 
 use crate::cri::CriClient;
 use crate::metrics::Metrics;
-use crate::source::SourceSnapshot;
+use crate::source::{ApiSnapshot, SourceSnapshot};
 use crate::stats::StatsError;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +65,8 @@ pub struct GarbageCollector {
     pub containers: ContainerGc,
     /// The pods the sources want: a container of any other pod belongs to a deleted pod.
     pub source: watch::Receiver<Arc<SourceSnapshot>>,
+    /// In cluster mode, the pods the API server binds to this node: wanted too.
+    pub api_source: Option<watch::Receiver<Arc<ApiSnapshot>>>,
     /// Cycles run so far; starts at zero.
     pub cycles: GcCycles,
 }
@@ -74,9 +76,19 @@ impl GarbageCollector {
     /// waits for `allSourcesReady` before treating any pod as deleted).
     pub fn desired_pods(&self) -> Option<HashSet<String>> {
         let snapshot = self.source.borrow();
-        snapshot
-            .ready
-            .then(|| snapshot.pods.iter().map(|p| p.uid().to_string()).collect())
+        if !snapshot.ready {
+            return None;
+        }
+        let mut desired: HashSet<String> =
+            snapshot.pods.iter().map(|p| p.uid().to_string()).collect();
+        if let Some(api) = &self.api_source {
+            let api = api.borrow();
+            if !api.ready {
+                return None;
+            }
+            desired.extend(api.pods.iter().filter_map(|p| p.metadata.uid.clone()));
+        }
+        Some(desired)
     }
 
     /// One container GC cycle in a span with its `cycle` number (and `plugin` when a plugin

@@ -164,11 +164,15 @@ pub fn spawn(
     }
 }
 
-/// The probes of each app container of `pod` that declares any (spec and plugin annotations).
+/// The probes of each app container and sidecar of `pod` that declares any (spec and plugin
+/// annotations).
 fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
     pod.spec
         .iter()
-        .flat_map(|s| s.containers.iter())
+        .flat_map(|s| {
+            let sidecars = s.init_containers.iter().flatten();
+            sidecars.filter(|c| podutil::is_sidecar(c)).chain(&s.containers)
+        })
         .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
         .filter(|(_, probes)| !probes.is_empty())
         .collect()

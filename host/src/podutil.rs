@@ -35,6 +35,12 @@ pub fn ephemeral_as_container(ephemeral: &EphemeralContainer) -> Option<Containe
     serde_json::from_value(value).ok()
 }
 
+/// Whether an init container is a sidecar (`restartPolicy: Always`, KEP-753): it keeps
+/// running beside the app containers and is restarted whenever it exits.
+pub fn is_sidecar(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
 /// The names of every container the pod declares: init, app and ephemeral.
 pub fn container_names(pod: &Pod) -> impl Iterator<Item = &str> {
     pod.spec.iter().flat_map(|spec| {

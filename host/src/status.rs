@@ -125,6 +125,7 @@ fn container_status(
 fn phase(
     spec_restart_policy: &str,
     init: &[ContainerStatus],
+    sidecars: &[bool],
     app: &[ContainerStatus],
     terminal: bool,
 ) -> &'static str {
@@ -136,7 +137,14 @@ fn phase(
     };
     let mut pending_init = 0;
     let mut failed_init = 0;
-    for s in init {
+    for (s, sidecar) in init.iter().zip(sidecars.iter().chain(std::iter::repeat(&false))) {
+        if *sidecar {
+            // A sidecar never fails the pod; until it runs, the pod initializes.
+            if !is_running(s) {
+                pending_init += 1;
+            }
+            continue;
+        }
         let state = s.state.clone().unwrap_or_default();
         match state.terminated {
             Some(t) if t.exit_code == 0 => {}
@@ -217,6 +225,11 @@ fn condition(
     }
 }
 
+/// The container runs now.
+fn is_running(s: &ContainerStatus) -> bool {
+    s.state.as_ref().is_some_and(|st| st.running.is_some())
+}
+
 /// The container's current state is a clean exit.
 fn succeeded(s: &ContainerStatus) -> bool {
     s.state
@@ -240,18 +253,35 @@ fn names_where(
 pub fn generate(input: &StatusInput<'_>) -> PodStatus {
     let spec = input.pod.spec.clone().unwrap_or_default();
     let restart_policy = spec.restart_policy.as_deref().unwrap_or("Always");
+    let sidecars: Vec<bool> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .map(crate::podutil::is_sidecar)
+        .collect();
     let init: Vec<_> = spec
         .init_containers
         .iter()
         .flatten()
         .map(|c| {
             let mut status = container_status(input, c, "PodInitializing");
-            // An init container that completed counts as ready, as upstream reports it.
-            status.ready |= succeeded(&status);
+            // An init container that completed counts as ready, as upstream reports it; a
+            // sidecar is ready by its readiness probe while it runs.
+            if !crate::podutil::is_sidecar(c) {
+                status.ready |= succeeded(&status);
+            }
             status
         })
         .collect();
-    let init_done = init.iter().all(succeeded);
+    // Regular init containers complete by exiting 0, sidecars by running.
+    let complete = |(s, sidecar): (&ContainerStatus, &bool)| {
+        if *sidecar {
+            is_running(s)
+        } else {
+            succeeded(s)
+        }
+    };
+    let init_done = init.iter().zip(&sidecars).all(complete);
     let app_default = if init_done {
         "ContainerCreating"
     } else {
@@ -262,7 +292,7 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         .iter()
         .map(|c| container_status(input, c, app_default))
         .collect();
-    let phase = phase(restart_policy, &init, &app, input.terminal);
+    let phase = phase(restart_policy, &init, &sidecars, &app, input.terminal);
     let ephemeral: Vec<_> = spec
         .ephemeral_containers
         .iter()
@@ -287,7 +317,13 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
             .unwrap_or_default();
     }
 
-    let unready = names_where(&app, |s| !s.ready);
+    let unready: Vec<String> = init
+        .iter()
+        .zip(&sidecars)
+        .filter(|(s, sidecar)| **sidecar && !s.ready)
+        .map(|(s, _)| s.name.clone())
+        .chain(names_where(&app, |s| !s.ready))
+        .collect();
     let containers_ready = unready.is_empty();
     let unready_message = Some(format!(
         "containers with unready status: [{}]",
@@ -298,7 +334,12 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
     } else {
         "ContainersNotReady"
     };
-    let incomplete = names_where(&init, |s| !succeeded(s));
+    let incomplete: Vec<String> = init
+        .iter()
+        .zip(&sidecars)
+        .filter(|pair| !complete(*pair))
+        .map(|(s, _)| s.name.clone())
+        .collect();
     let any_app_started = app
         .iter()
         .any(|s| s.restart_count > 0 || s.state.as_ref().is_some_and(|st| st.waiting.is_none()));

@@ -357,11 +357,22 @@ fn make_volume_dir(dir: &Path, pod: &Pod, memory_backed: bool) -> Result<(), Vol
     Ok(())
 }
 
-fn write_files(dir: &Path, files: &[FileProjection]) -> Result<(), VolumeProblem> {
+/// Writes an API-data volume (read-only to containers) and gives it the pod's `fsGroup`.
+fn write_files(dir: &Path, files: &[FileProjection], pod: &Pod) -> Result<(), VolumeProblem> {
     atomic_write(dir, files).map_err(|source| VolumeProblem::Write {
         path: dir.to_path_buf(),
         source,
-    })
+    })?;
+    if let Some(group) = fs_group(pod) {
+        ownership::apply(dir, group, true);
+    }
+    Ok(())
+}
+
+/// The pod's `securityContext.fsGroup`, when it names a valid group.
+fn fs_group(pod: &Pod) -> Option<u32> {
+    let group = pod.spec.as_ref()?.security_context.as_ref()?.fs_group?;
+    u32::try_from(group).ok()
 }
 
 /// Sets up (or rewrites) one volume and returns its host path.
@@ -396,6 +407,9 @@ fn set_up(
                 },
             )?;
         }
+        if let Some(group) = fs_group(pod) {
+            ownership::apply(&path, group, false);
+        }
         Ok(path)
     } else if let Some(host_path) = &volume.host_path {
         let path = PathBuf::from(&host_path.path);
@@ -410,25 +424,25 @@ fn set_up(
             payload::mode_of(downward.default_mode),
             memory(),
         )?;
-        write_files(&path, &files)?;
+        write_files(&path, &files, pod)?;
         Ok(path)
     } else if let Some(source) = &volume.config_map {
         let files = payload::config_map_volume(source, fetched)?;
         let path = dir("configmap");
         make_volume_dir(&path, pod, false)?;
-        write_files(&path, &files)?;
+        write_files(&path, &files, pod)?;
         Ok(path)
     } else if let Some(source) = &volume.secret {
         let files = payload::secret_volume(source, fetched)?;
         let path = dir("secret");
         make_volume_dir(&path, pod, host.memory_backed)?;
-        write_files(&path, &files)?;
+        write_files(&path, &files, pod)?;
         Ok(path)
     } else if let Some(source) = &volume.projected {
         let files = payload::projected_volume(pod, source, fetched, memory())?;
         let path = dir("projected");
         make_volume_dir(&path, pod, host.memory_backed)?;
-        write_files(&path, &files)?;
+        write_files(&path, &files, pod)?;
         Ok(path)
     } else {
         Err(VolumeProblem::Unsupported(UNSUPPORTED_TYPE))
@@ -582,6 +596,7 @@ mod empty_dir;
 mod fetch;
 mod host_path;
 mod mounts;
+mod ownership;
 mod payload;
 mod sub_path;
 

@@ -4,7 +4,8 @@ the failures by name with the first line of their message, and the suite's wall 
 
 Writes REPORT/summary.md and REPORT/summary.json and prints the failures, then `N passed, N failed`
 as the last line. With --expect FILE (one full test name a line, `#` comments), exits 1 when a
-listed test did not pass, naming each; otherwise exits 1 when the report is missing or unreadable.
+listed test did not pass, naming each; otherwise exits 1 when any test failed, none ran, or the
+report is missing or unreadable.
 
 Usage: summary.py REPORT_DIR --agent A --nodes N --wall-seconds S --selection TEXT [--expect FILE]
        summary.py --focus-of FILE    prints a ginkgo --focus that selects exactly FILE's tests
@@ -149,6 +150,8 @@ def main():
             rc = 1
     elif not ran:
         print("no test ran")
+        rc = 1
+    elif failed or suite_failures:
         rc = 1
     print(f"{len(passed)} passed, {len(failed)} failed")
     sys.exit(rc)

@@ -9,6 +9,7 @@
 use super::events::{MirrorLookup, MirrorUid};
 use super::ApiClients;
 use crate::source::manifest::CONFIG_SOURCE_ANNOTATION;
+use crate::source::ApiSnapshot;
 use crate::status::StatusSink;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -17,7 +18,7 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 
 /// Upstream's status manager `syncPeriod`: how often failed writes are retried.
@@ -35,6 +36,11 @@ struct Entry {
     /// with a new UID, which then needs the status again.
     written_to: Option<String>,
     removed: bool,
+    /// The API server's copy of the status as last seen, for the patch to clear fields.
+    api_status: Option<serde_json::Value>,
+    /// When the last status write succeeded: the API's copy is compared only once the watch
+    /// has had a sync period to bring it.
+    written_at: Option<std::time::Instant>,
 }
 
 /// The API-server status sink.
@@ -54,6 +60,8 @@ impl StatusSink for ApiStatusWriter {
             written: 0,
             written_to: None,
             removed: false,
+            api_status: None,
+            written_at: None,
         });
         // Never an older status over a newer one.
         if version > entry.version {
@@ -141,7 +149,10 @@ impl ApiStatusWriter {
                         namespace: namespace.clone(),
                         name: name.clone(),
                         uid: target.clone(),
-                        status: serde_json::to_value(&entry.pod.status).unwrap_or_default(),
+                        status: reconcile::patch(
+                            &serde_json::to_value(&entry.pod.status).unwrap_or_default(),
+                            entry.api_status.as_ref(),
+                        ),
                         version: entry.version,
                     },
                 ));
@@ -171,6 +182,7 @@ impl ApiStatusWriter {
                 if let Some(entry) = entries.get_mut(uid) {
                     entry.written = entry.written.max(*version);
                     entry.written_to = Some(to.clone());
+                    entry.written_at = Some(std::time::Instant::now());
                 }
             }
             Write::Delete { .. } => {
@@ -185,6 +197,34 @@ impl ApiStatusWriter {
         }
     }
 
+    /// Compares the API server's copies of the pods with what was written (upstream's
+    /// `needsReconcile`): a status someone else changed where the node owns it is written
+    /// again. Static pods are left out: their mirror pods carry their status.
+    pub fn reconcile(&self, api_pods: &[Pod]) {
+        let mut entries = self.lock();
+        for api_pod in api_pods {
+            let uid = crate::podutil::uid(api_pod);
+            let Some(entry) = entries.get_mut(uid) else {
+                continue;
+            };
+            let settled = entry
+                .written_at
+                .is_some_and(|at| at.elapsed() >= SYNC_PERIOD);
+            if entry.removed || is_static(&entry.pod) || entry.written < entry.version || !settled {
+                continue;
+            }
+            let api = serde_json::to_value(&api_pod.status).unwrap_or_default();
+            let ours = serde_json::to_value(&entry.pod.status).unwrap_or_default();
+            if reconcile::differs(&api, &ours) {
+                info!(pod = %crate::podutil::full_name(api_pod), %uid, "pod status in the API server differs from the node's; writing it again");
+                entry.written = 0;
+            }
+            entry.api_status = Some(api);
+        }
+        drop(entries);
+        self.wake.notify_one();
+    }
+
     /// Forgets the pod: the API object is gone or was replaced.
     fn forget(&self, uid: &str) {
         self.lock().remove(uid);
@@ -194,9 +234,20 @@ impl ApiStatusWriter {
     /// for what failed before. Pods are written side by side ([`CONCURRENT_WRITES`] at a
     /// time, all under `kubeAPIQPS`), so the statuses of 110 starting pods do not queue
     /// behind each other; one pod's writes stay in order (its final status before its delete).
-    pub async fn run(self: Arc<Self>, clients: ApiClients, mirrors: Arc<dyn MirrorLookup>) {
+    pub async fn run(
+        self: Arc<Self>,
+        clients: ApiClients,
+        mirrors: Arc<dyn MirrorLookup>,
+        api_pods: watch::Receiver<Arc<ApiSnapshot>>,
+    ) {
+        let mut reconciled = tokio::time::Instant::now();
         loop {
             let _ = tokio::time::timeout(SYNC_PERIOD, self.wake.notified()).await;
+            if reconciled.elapsed() >= SYNC_PERIOD {
+                reconciled = tokio::time::Instant::now();
+                let snapshot = api_pods.borrow().clone();
+                self.reconcile(&snapshot.pods);
+            }
             let mut by_pod: Vec<(String, Vec<Write>)> = Vec::new();
             for (uid, write) in self.pending(mirrors.as_ref()) {
                 match by_pod.last_mut() {
@@ -283,6 +334,8 @@ impl ApiStatusWriter {
         }
     }
 }
+
+mod reconcile;
 
 #[cfg(test)]
 mod tests {

@@ -191,7 +191,14 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
             });
         }
     }
-    for container in spec.init_containers.iter().flatten() {
+    let init_containers = spec.init_containers.as_deref().unwrap_or_default();
+    for (index, container) in init_containers.iter().enumerate() {
+        if crate::podutil::is_sidecar(container) {
+            if sidecar_actions(input, &mut actions, container, past(spec, index)) {
+                continue;
+            }
+            return actions;
+        }
         match runtime.latest(&container.name) {
             Some(c) if runtime_status::is_exited(c) && c.exit_code == 0 => continue,
             Some(c) if runtime_status::is_exited(c) => {
@@ -252,6 +259,61 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
         }
     }
     actions
+}
+
+/// Whether the pod ever got past init container `index`: a later init container or an app
+/// container was created. A sidecar that exits after that no longer holds the pod back.
+fn past(spec: &k8s_openapi::api::core::v1::PodSpec, index: usize) -> impl Fn(&PodRuntimeStatus) -> bool + '_ {
+    move |runtime| {
+        spec.init_containers
+            .iter()
+            .flatten()
+            .skip(index + 1)
+            .chain(&spec.containers)
+            .any(|c| runtime.latest(&c.name).is_some())
+    }
+}
+
+/// The actions for a sidecar (an init container with `restartPolicy: Always`, KEP-753): it is
+/// started in its turn and, once running, lets the next container start; it restarts whenever
+/// it exits, whatever the pod's restart policy, and a failed liveness probe kills it. Returns
+/// whether the containers after it may be decided in this sync.
+fn sidecar_actions(
+    input: &ActionInput<'_>,
+    actions: &mut PodActions,
+    container: &Container,
+    past: impl Fn(&PodRuntimeStatus) -> bool,
+) -> bool {
+    let runtime = input.runtime;
+    match runtime.latest(&container.name) {
+        None => {
+            actions.start.push(first_start(container, true));
+            false
+        }
+        Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
+            actions.start_created.push(created(container, c));
+            false
+        }
+        Some(c) if runtime_status::is_exited(c) => {
+            restart(input, actions, container, c, true);
+            past(runtime)
+        }
+        Some(c) if runtime_status::is_running(c) => {
+            if let Some(unhealthy) = input
+                .unhealthy
+                .get(&container.name)
+                .filter(|u| u.container_id == c.id)
+            {
+                actions.kill.push(KillAction {
+                    name: container.name.clone(),
+                    id: c.id.clone(),
+                    reason: KillReason::Unhealthy(unhealthy.clone()),
+                });
+            }
+            true
+        }
+        Some(_) => past(runtime),
+    }
 }
 
 fn first_start(container: &Container, init: bool) -> StartAction {

@@ -6,7 +6,7 @@ use super::image::ImageWait;
 use super::sync::SyncOutcome;
 use super::{ignore_not_found, pod_config, RuntimeManager, SYNC_ERROR_RETRY};
 use crate::backoff::BackOff;
-use crate::cri::{api, CriClient, CriError};
+use crate::cri::{api, labels, CriClient, CriError};
 use crate::events::{EventType, ObjectRef};
 use crate::fieldpath::PodFacts;
 use crate::lifecycle::{HookKind, PodHooks};
@@ -256,15 +256,30 @@ impl RuntimeManager {
     }
 }
 
-/// Stops every live container in parallel, each with its own grace period; with `hooks`,
-/// each container's preStop hooks run first and their time is taken from its grace.
+/// Stops every live container, each with its own grace period: the app and init containers
+/// in parallel, then the sidecars, as upstream stops them after the containers they serve;
+/// with `hooks`, each container's preStop hooks run first and their time is taken from its
+/// grace.
 pub async fn stop_all(
     cri: &CriClient,
     runtime: &PodRuntimeStatus,
     grace: impl Fn(&api::ContainerStatus) -> Duration,
     hooks: Option<&PodHooks>,
 ) -> Result<(), CriError> {
-    let stops = runtime.live_containers().map(|c| {
+    let is_sidecar = |c: &&api::ContainerStatus| c.labels.contains_key(labels::SIDECAR);
+    let (sidecars, others): (Vec<_>, Vec<_>) = runtime.live_containers().partition(is_sidecar);
+    stop_each(cri, others, &grace, hooks).await?;
+    stop_each(cri, sidecars, &grace, hooks).await
+}
+
+/// Stops `containers` in parallel.
+async fn stop_each(
+    cri: &CriClient,
+    containers: Vec<&api::ContainerStatus>,
+    grace: &impl Fn(&api::ContainerStatus) -> Duration,
+    hooks: Option<&PodHooks>,
+) -> Result<(), CriError> {
+    let stops = containers.into_iter().map(|c| {
         let cri = cri.clone();
         let id = c.id.clone();
         let name = runtime_status::container_name(c).to_string();

@@ -279,6 +279,9 @@ pub fn container_config(
         (labels::CONTAINER_NAME.to_string(), container.name.clone()),
     ]);
     container_labels.insert(labels::NODE.into(), node.node_name.clone());
+    if crate::podutil::is_sidecar(container) {
+        container_labels.insert(labels::SIDECAR.into(), "true".into());
+    }
     let annotations = HashMap::from([
         (
             labels::CONTAINER_RESTART_COUNT.to_string(),
