@@ -171,7 +171,9 @@ fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
         .iter()
         .flat_map(|s| {
             let sidecars = s.init_containers.iter().flatten();
-            sidecars.filter(|c| podutil::is_sidecar(c)).chain(&s.containers)
+            sidecars
+                .filter(|c| podutil::is_sidecar(c))
+                .chain(&s.containers)
         })
         .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
         .filter(|(_, probes)| !probes.is_empty())

@@ -137,7 +137,10 @@ fn phase(
     };
     let mut pending_init = 0;
     let mut failed_init = 0;
-    for (s, sidecar) in init.iter().zip(sidecars.iter().chain(std::iter::repeat(&false))) {
+    for (s, sidecar) in init
+        .iter()
+        .zip(sidecars.iter().chain(std::iter::repeat(&false)))
+    {
         if *sidecar {
             // A sidecar never fails the pod; until it runs, the pod initializes.
             if !is_running(s) {

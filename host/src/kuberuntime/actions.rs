@@ -263,7 +263,10 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
 
 /// Whether the pod ever got past init container `index`: a later init container or an app
 /// container was created. A sidecar that exits after that no longer holds the pod back.
-fn past(spec: &k8s_openapi::api::core::v1::PodSpec, index: usize) -> impl Fn(&PodRuntimeStatus) -> bool + '_ {
+fn past(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    index: usize,
+) -> impl Fn(&PodRuntimeStatus) -> bool + '_ {
     move |runtime| {
         spec.init_containers
             .iter()

@@ -230,3 +230,53 @@ fn probes_decide_ready_and_started() {
     assert!(status.container_statuses.as_ref().unwrap()[0].ready);
     assert_eq!(condition(&status, "Ready"), "True");
 }
+
+#[test]
+fn a_running_sidecar_initializes_the_pod_and_never_holds_its_phase() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  initContainers: [{name: proxy, image: busybox:local, restartPolicy: Always}]\n  containers: [{name: c, image: busybox:local}]\n";
+    let p = pod(text);
+    let condition = |status: &PodStatus, kind: &str| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == kind)
+            .map(|c| c.status.clone())
+            .unwrap_or_default()
+    };
+    let starting = generate_for(&p, vec![], HashMap::new());
+    assert_eq!(starting.phase.as_deref(), Some("Pending"));
+    assert_eq!(condition(&starting, "Initialized"), "False");
+    let both = generate_for(
+        &p,
+        vec![running("proxy", 0), running("c", 0)],
+        HashMap::new(),
+    );
+    assert_eq!(both.phase.as_deref(), Some("Running"));
+    assert_eq!(condition(&both, "Initialized"), "True");
+    assert_eq!(
+        condition(&both, "Ready"),
+        "True",
+        "a running sidecar is ready without probes"
+    );
+    let done = generate_for(
+        &p,
+        vec![running("proxy", 0), exited("c", 0, 0, "Completed")],
+        HashMap::new(),
+    );
+    assert_eq!(
+        done.phase.as_deref(),
+        Some("Succeeded"),
+        "the sidecar does not keep the pod running"
+    );
+    let sidecar_failed = generate_for(
+        &p,
+        vec![exited("proxy", 0, 1, "Error"), running("c", 0)],
+        HashMap::new(),
+    );
+    assert_eq!(
+        sidecar_failed.phase.as_deref(),
+        Some("Running"),
+        "a sidecar never fails the pod"
+    );
+}

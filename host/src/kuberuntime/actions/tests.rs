@@ -591,3 +591,100 @@ fn container_hash_follows_the_spec() {
         container_hash(&b.spec.as_ref().unwrap().containers[0])
     );
 }
+
+/// `pod` whose init container `sidecar` (the first) has `restartPolicy: Always`.
+fn with_sidecar(restart_policy: &str, init: &[&str], app: &[&str]) -> Pod {
+    let mut pod = pod(restart_policy, init, app);
+    if let Some(first) = pod
+        .spec
+        .as_mut()
+        .and_then(|s| s.init_containers.as_mut())
+        .and_then(|c| c.first_mut())
+    {
+        first.restart_policy = Some("Always".into());
+    }
+    pod
+}
+
+#[test]
+fn sidecars_and_ephemeral_containers() {
+    use State::*;
+    let decide = |pod: &Pod, runtime: &PodRuntimeStatus| {
+        compute_pod_actions(&ActionInput {
+            pod,
+            runtime,
+            terminal: false,
+            backoff: &BackOff::new(BackOffConfig::UPSTREAM),
+            unhealthy: &HashMap::new(),
+            now: now(),
+        })
+    };
+    let sidecar_pod = with_sidecar("Never", &["proxy", "setup"], &["app"]);
+    let first = decide(&sidecar_pod, &runtime(ready(), vec![]));
+    assert_eq!(
+        first.start,
+        vec![start_init("proxy", 0)],
+        "the sidecar starts first"
+    );
+    let running = decide(
+        &sidecar_pod,
+        &runtime(ready(), vec![container("proxy", 0, Running)]),
+    );
+    assert_eq!(
+        running.start,
+        vec![start_init("setup", 0)],
+        "a running sidecar lets the next init container start"
+    );
+    let initialized = runtime(
+        ready(),
+        vec![
+            container("proxy", 0, Running),
+            container("setup", 0, Exited(0)),
+        ],
+    );
+    assert_eq!(
+        decide(&sidecar_pod, &initialized).start,
+        vec![start("app", 0)]
+    );
+    let exited_after = runtime(
+        ready(),
+        vec![
+            container("proxy", 0, Exited(1)),
+            container("setup", 0, Exited(0)),
+            container("app", 0, Running),
+        ],
+    );
+    assert_eq!(
+        decide(&sidecar_pod, &exited_after).start,
+        vec![restart_init("proxy", 1)],
+        "a sidecar restarts under restartPolicy Never, and the app keeps running"
+    );
+    let exited_before = runtime(ready(), vec![container("proxy", 0, Exited(0))]);
+    let blocked = decide(&sidecar_pod, &exited_before);
+    assert_eq!(blocked.start, vec![restart_init("proxy", 1)]);
+
+    let mut debug = pod("Always", &[], &["app"]);
+    if let Some(spec) = debug.spec.as_mut() {
+        spec.ephemeral_containers = Some(vec![k8s_openapi::api::core::v1::EphemeralContainer {
+            name: "debugger".into(),
+            image: Some("busybox:local".into()),
+            ..Default::default()
+        }]);
+    }
+    let running_app = runtime(ready(), vec![container("app", 0, Running)]);
+    assert_eq!(
+        decide(&debug, &running_app).start,
+        vec![start("debugger", 0)]
+    );
+    let exited_debugger = runtime(
+        ready(),
+        vec![
+            container("app", 0, Running),
+            container("debugger", 0, Exited(0)),
+        ],
+    );
+    assert!(
+        decide(&debug, &exited_debugger).is_empty(),
+        "an ephemeral container never restarts"
+    );
+}
