@@ -124,7 +124,10 @@ impl RuntimeManager {
             .map_err(|error| error.to_string())
         });
         let config = match config {
-            Ok(config) => config,
+            Ok(mut config) => {
+                share_target_pid(ctx.pod, &container.name, &ctx.hooks.containers, &mut config);
+                config
+            }
             Err(message) => {
                 event(EventType::Warning, "Failed", format!("Error: {message}"));
                 outcome.wait(
@@ -254,6 +257,35 @@ impl RuntimeManager {
             }
         }
     }
+}
+
+/// An ephemeral container with a `targetContainerName` joins that container's process
+/// namespace (`kubectl debug --target`), as upstream's `NamespaceMode_TARGET`; `running` maps
+/// container names to the IDs of those running.
+fn share_target_pid(
+    pod: &Pod,
+    name: &str,
+    running: &HashMap<String, String>,
+    config: &mut api::ContainerConfig,
+) {
+    let target = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.ephemeral_containers.as_ref())
+        .and_then(|list| list.iter().find(|c| c.name == name))
+        .and_then(|c| c.target_container_name.as_deref());
+    let Some(target_id) = target.and_then(|t| running.get(t)) else {
+        return;
+    };
+    let options = config
+        .linux
+        .get_or_insert_with(Default::default)
+        .security_context
+        .get_or_insert_with(Default::default)
+        .namespace_options
+        .get_or_insert_with(Default::default);
+    options.pid = api::NamespaceMode::Target as i32;
+    options.target_id = target_id.clone();
 }
 
 /// Stops every live container, each with its own grace period: the app and init containers
