@@ -7,6 +7,7 @@
 
 mod plugins;
 mod predicates;
+mod sysctls;
 #[cfg(test)]
 mod tests;
 
@@ -56,16 +57,18 @@ pub struct PodAdmitChain {
 }
 
 impl PodAdmitChain {
-    /// The node's chain in upstream's order: eviction, predicates, volumes, plugins. `node`
+    /// The node's chain in upstream's order: eviction, sysctls, predicates, volumes, plugins. `node`
     /// is where the predicates read the Node: the registered Node in cluster mode, the one
     /// `node_status::node` builds standalone (`watch::Receiver<Option<Node>>` implements it).
     pub fn new(
         pressure: Arc<NodePressure>,
         node: impl NodeLister + 'static,
         plugins: Arc<PluginRegistry>,
+        allowed_unsafe_sysctls: &[String],
     ) -> Self {
         Self::with_handlers(vec![
             Box::new(EvictionAdmitHandler(pressure)),
+            Box::new(sysctls::SysctlAdmitHandler::new(allowed_unsafe_sysctls)),
             Box::new(predicates::PredicateAdmitHandler::new(node)),
             Box::new(VolumeAdmitHandler),
             Box::new(plugins::PluginAdmitHandler(plugins)),

@@ -378,7 +378,9 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             plugins: prober.plugins.clone(),
             sync_frequency: kubelet.sync_frequency,
             objects: match &clients {
-                Some(clients) => Arc::new(crate::cluster::KubeObjectSource::new(clients.clone())),
+                Some(clients) => Arc::new(
+                    crate::cluster::KubeObjectSource::new(clients.clone()).watch_services(),
+                ),
                 None => Arc::new(crate::objects::Standalone),
             },
             events,
@@ -447,7 +449,12 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
     } else {
         watch::channel(node_view.current()).1
     };
-    let admission = PodAdmitChain::new(pressure, admission_node, plugins_for_admission);
+    let admission = PodAdmitChain::new(
+        pressure,
+        admission_node,
+        plugins_for_admission,
+        &kubelet.allowed_unsafe_sysctls,
+    );
     let syncloop = SyncLoop::new(node, health, admission, config.wasmlet.housekeeping_period);
     let inputs = SyncLoopInputs {
         updates: updates_rx,

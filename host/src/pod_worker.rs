@@ -342,10 +342,16 @@ impl PodWorker {
                 probes.quiesce().await;
             }
         }
+        let not_started = self.not_started();
         let result = self
             .node
             .runtime
-            .sync_pod(&self.pod, &mut self.sync_state, terminal, &unhealthy)
+            .sync_pod(
+                &self.pod,
+                &mut self.sync_state,
+                terminal,
+                (&unhealthy, &not_started),
+            )
             .await?;
         if self.start_time.is_none() {
             // A pod adopted after a restart keeps the start time of its first sandbox.

@@ -228,6 +228,33 @@ fn condition(
     }
 }
 
+/// Why the pod's readiness gates keep it unready, one message per gate whose condition
+/// (written by another controller into the API status) is missing or not `True`, as upstream.
+fn readiness_gates_unmet(pod: &Pod) -> Vec<String> {
+    let conditions = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.readiness_gates.iter().flatten())
+        .filter_map(|gate| {
+            let kind = &gate.condition_type;
+            match conditions.iter().find(|c| &c.type_ == kind) {
+                None => Some(format!(
+                    "corresponding condition of pod readiness gate {kind:?} does not exist."
+                )),
+                Some(c) if c.status != "True" => Some(format!(
+                    "the status of pod readiness gate {kind:?} is not \"True\", but {}.",
+                    c.status
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect()
+}
+
 /// The container runs now.
 fn is_running(s: &ContainerStatus) -> bool {
     s.state.as_ref().is_some_and(|st| st.running.is_some())
@@ -370,13 +397,22 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
             )),
             previous,
         ),
-        condition(
-            "Ready",
-            containers_ready,
-            Some(not_ready_reason),
-            unready_message.clone(),
-            previous,
-        ),
+        match (containers_ready, readiness_gates_unmet(input.pod)) {
+            (true, unmet) if !unmet.is_empty() => condition(
+                "Ready",
+                false,
+                Some("ReadinessGatesNotReady"),
+                Some(unmet.join(", ")),
+                previous,
+            ),
+            _ => condition(
+                "Ready",
+                containers_ready,
+                Some(not_ready_reason),
+                unready_message.clone(),
+                previous,
+            ),
+        },
         condition(
             "ContainersReady",
             containers_ready,

@@ -15,16 +15,19 @@
 //! has passed, and on a failed refresh the old token is served until it expires. A token no
 //! sync asked for in ten minutes belongs to a pod that is gone and is dropped.
 //!
-//! Services (for service links) are listed per namespace with the same TTL; a failed list
-//! serves the last good one, as an informer's store would.
+//! Services (for service links) come from a reflector store a watch of every Service keeps
+//! (upstream's service informer); until its first list completes they are listed per
+//! namespace with the same TTL, and a failed list serves the last good one.
 
 use super::{ApiClients, ApiError};
 use crate::objects::{
     ObjectError, ObjectFuture, ObjectKind, ObjectSource, ServiceAccountToken, TokenRequest,
 };
+use futures::StreamExt;
 use k8s_openapi::api::authentication::v1 as authn;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::{reflector, watcher, WatchStreamExt};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
@@ -109,6 +112,9 @@ pub struct KubeObjectSource {
     config_maps: Cache<(String, String), Arc<ConfigMap>>,
     secrets: Cache<(String, String), Arc<Secret>>,
     services: Cache<String, Arc<Vec<Service>>>,
+    /// Every Service of the cluster, kept by a watch as upstream's service informer, once
+    /// [`KubeObjectSource::watch_services`] started it.
+    service_store: Option<reflector::Store<Service>>,
     tokens: Mutex<HashMap<TokenKey, IssuedToken>>,
 }
 
@@ -127,8 +133,32 @@ impl KubeObjectSource {
             config_maps: Default::default(),
             secrets: Default::default(),
             services: Default::default(),
+            service_store: None,
             tokens: Default::default(),
         }
+    }
+
+    /// Keeps every Service in a reflector store fed by a watch (kube-runtime's, with its
+    /// default back-off), so a pod started right after a Service was created gets its
+    /// environment variables; until the first list completes, Services are listed per
+    /// namespace through the TTL cache. Needs a Tokio runtime.
+    pub fn watch_services(mut self) -> Self {
+        let (store, writer) = reflector::store();
+        let api: Api<Service> = Api::all(self.clients.main.clone());
+        let stream =
+            reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()))
+                .default_backoff()
+                .touched_objects();
+        tokio::spawn(async move {
+            futures::pin_mut!(stream);
+            while let Some(event) = stream.next().await {
+                if let Err(error) = event {
+                    warn!(%error, "the Service watch failed; retrying");
+                }
+            }
+        });
+        self.service_store = Some(store);
+        self
     }
 
     async fn get<K>(
@@ -254,6 +284,18 @@ impl KubeObjectSource {
     }
 
     async fn list_services(&self, namespace: &str) -> Result<Arc<Vec<Service>>, ObjectError> {
+        let ready = |store: &&reflector::Store<Service>| {
+            futures::FutureExt::now_or_never(store.wait_until_ready()).is_some_and(|r| r.is_ok())
+        };
+        if let Some(store) = self.service_store.as_ref().filter(ready) {
+            let list = store
+                .state()
+                .iter()
+                .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
+                .map(|s| Service::clone(s))
+                .collect();
+            return Ok(Arc::new(list));
+        }
         let key = namespace.to_string();
         if let Some(list) = fresh(&self.services, &key, self.ttl) {
             return Ok(list);

@@ -44,6 +44,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "eventBurst",
     "clusterDNS",
     "clusterDomain",
+    "allowedUnsafeSysctls",
     "tlsCertFile",
     "tlsPrivateKeyFile",
     "authentication",
@@ -154,6 +155,8 @@ pub struct KubeletConfiguration {
     pub cluster_dns: Vec<String>,
     /// The cluster's DNS domain: search paths `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
     pub cluster_domain: String,
+    /// Unsafe sysctls (or `prefix*` patterns) pods may set beyond the safe ones.
+    pub allowed_unsafe_sysctls: Vec<String>,
     /// Log format and verbosity (`--logging-format`, `-v`, `--vmodule` override it).
     pub logging: LoggingConfiguration,
     /// OTLP export of spans; absent (the default) exports nothing.
@@ -197,6 +200,7 @@ impl Default for KubeletConfiguration {
             event_burst: 100,
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
+            allowed_unsafe_sysctls: Vec::new(),
             tls_cert_file: None,
             tls_private_key_file: None,
             authentication: KubeletAuthentication::default(),

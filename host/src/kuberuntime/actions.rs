@@ -11,7 +11,7 @@ use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 /// Everything [`compute_pod_actions`] decides from.
@@ -27,6 +27,9 @@ pub struct ActionInput<'a> {
     pub backoff: &'a BackOff,
     /// Running containers whose liveness or startup probe failed, by container name.
     pub unhealthy: &'a HashMap<String, Unhealthy>,
+    /// Containers whose startup probe has not succeeded yet: a sidecar among them holds the
+    /// containers after it back.
+    pub not_started: &'a HashSet<String>,
     /// The wall-clock time of the decision.
     pub now: SystemTime,
 }
@@ -278,7 +281,8 @@ fn past(
 }
 
 /// The actions for a sidecar (an init container with `restartPolicy: Always`, KEP-753): it is
-/// started in its turn and, once running, lets the next container start; it restarts whenever
+/// started in its turn and, once running and past its startup probe, lets the next container
+/// start; it restarts whenever
 /// it exits, whatever the pod's restart policy, and a failed liveness probe kills it. Returns
 /// whether the containers after it may be decided in this sync.
 fn sidecar_actions(
@@ -313,7 +317,7 @@ fn sidecar_actions(
                     reason: KillReason::Unhealthy(unhealthy.clone()),
                 });
             }
-            true
+            !input.not_started.contains(&container.name) || past(runtime)
         }
         Some(_) => past(runtime),
     }

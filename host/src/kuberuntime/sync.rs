@@ -15,7 +15,7 @@ use crate::status::Waiting;
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 use tracing::{info, warn};
 
@@ -153,7 +153,7 @@ impl RuntimeManager {
         pod: &Pod,
         state: &mut PodSyncState,
         terminal: bool,
-        unhealthy: &HashMap<String, Unhealthy>,
+        (unhealthy, not_started): (&HashMap<String, Unhealthy>, &HashSet<String>),
     ) -> Result<SyncResult, SyncError> {
         let uid = crate::podutil::uid(pod);
         let mut runtime = if std::mem::take(&mut state.known_empty) {
@@ -169,6 +169,7 @@ impl RuntimeManager {
                 terminal,
                 backoff,
                 unhealthy,
+                not_started,
                 now: SystemTime::now(),
             })
         };

@@ -4,10 +4,10 @@
 use super::{PodWorker, WorkerMessage};
 use crate::kuberuntime::{self, Unhealthy};
 use crate::podutil;
-use crate::prober::{self, ContainerProbes, ProbeTarget};
+use crate::prober::{self, ContainerProbes, ProbeKind, ProbeTarget};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 use tracing::debug;
@@ -29,6 +29,17 @@ impl PodWorker {
                     },
                 ))
             })
+            .collect()
+    }
+
+    /// Containers with a startup probe that has not succeeded on their running instance
+    /// (or whose probes have not started yet).
+    pub(super) fn not_started(&self) -> HashSet<String> {
+        self.probe_configs
+            .iter()
+            .filter(|(_, configs)| configs.iter().any(|c| c.kind == ProbeKind::Startup))
+            .filter(|(name, _)| self.probes.get(*name).is_none_or(|p| !p.view().started))
+            .map(|(name, _)| name.clone())
             .collect()
     }
 

@@ -542,6 +542,7 @@ fn compute_pod_actions_table() {
             terminal: case.terminal,
             backoff: &case.backoff,
             unhealthy: &case.unhealthy,
+            not_started: &HashSet::new(),
             now: now(),
         });
         if actual != case.expected {
@@ -616,6 +617,7 @@ fn sidecars_and_ephemeral_containers() {
             terminal: false,
             backoff: &BackOff::new(BackOffConfig::UPSTREAM),
             unhealthy: &HashMap::new(),
+            not_started: &HashSet::new(),
             now: now(),
         })
     };
