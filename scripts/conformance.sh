@@ -238,6 +238,9 @@ on_exit() {
   local rc=$? i
   trap - EXIT INT TERM
   stop_agents
+  if [ -n "$CLUSTER" ]; then
+    for i in "${!NODE_DIRS[@]}"; do kc delete node "$(node_name $((i + 1)))" --wait=false >/dev/null 2>&1 || true; done
+  fi
   for i in "${!NODE_DIRS[@]}"; do
     # The agents' logs go with the report: the next run starts their directories afresh.
     [ -z "$REPORT" ] || cp "$WORK/agent-$((i + 1))/$AGENT.log" "$REPORT/$AGENT-$((i + 1)).log" 2>/dev/null || true
@@ -390,6 +393,11 @@ cmd_run() {
     STARTED_CP=1
   fi
   WASMLET_POD_SUBNET=$CLUSTER_CIDR scripts/control-plane.sh start "$CLUSTER" "$(node_name 1)" >/dev/null
+  # A node of an earlier run (the cluster's etcd persists) would still look Ready for a while
+  # and get pods scheduled: only this run's nodes may exist.
+  kc get nodes -o name | sed -n 's|^node/\(conformance-[0-9]*\)$|\1|p' | while read -r name; do
+    kc delete node "$name" --wait=true >/dev/null
+  done
   local i
   for i in $(seq "$NODES"); do start_node "$i"; done
   wait_nodes_ready
