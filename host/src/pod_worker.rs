@@ -496,7 +496,7 @@ impl PodWorker {
         self.node.status.mark_terminating(&self.uid, grace);
         // No probe acts on a pod being deleted (upstream sets liveness and startup to success),
         // and none may still run a command in a container being stopped.
-        futures::future::join_all(self.probes.drain().map(|(_, probes)| probes.quiesce())).await;
+        self.quiesce_probes().await;
         info!(grace_s = grace.as_secs(), "terminating pod");
         let node = self.node.clone();
         let runtime = &node.runtime;

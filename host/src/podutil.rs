@@ -2,7 +2,9 @@
 //! ports, its grace period. A leaf, so that workers, hooks, probes, admission and eviction
 //! share it without depending on each other.
 
-use k8s_openapi::api::core::v1::{Container, EphemeralContainer, LifecycleHandler, Pod, Probe};
+use k8s_openapi::api::core::v1::{
+    Container, EphemeralContainer, LifecycleHandler, Pod, PodCondition, Probe,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +41,23 @@ pub fn ephemeral_as_container(ephemeral: &EphemeralContainer) -> Option<Containe
 /// running beside the app containers and is restarted whenever it exits.
 pub fn is_sidecar(container: &Container) -> bool {
     container.restart_policy.as_deref() == Some("Always")
+}
+
+/// Each readiness gate's condition type with the condition of that type in the pod's status,
+/// if there is one: other controllers write them, and the pod's Ready condition follows them.
+pub fn readiness_gates(pod: &Pod) -> impl Iterator<Item = (&str, Option<&PodCondition>)> {
+    let conditions = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.readiness_gates.iter().flatten())
+        .map(move |gate| {
+            let kind = gate.condition_type.as_str();
+            (kind, conditions.iter().find(|c| c.type_ == kind))
+        })
 }
 
 /// The names of every container the pod declares: init, app and ephemeral.

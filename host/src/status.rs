@@ -10,8 +10,7 @@ use k8s_openapi::api::core::v1::{
     ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::HashMap;
 
 /// Why a container is not running although the pod wants it (CrashLoopBackOff, ErrImagePull…).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,26 +230,16 @@ fn condition(
 /// Why the pod's readiness gates keep it unready, one message per gate whose condition
 /// (written by another controller into the API status) is missing or not `True`, as upstream.
 fn readiness_gates_unmet(pod: &Pod) -> Vec<String> {
-    let conditions = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    pod.spec
-        .iter()
-        .flat_map(|s| s.readiness_gates.iter().flatten())
-        .filter_map(|gate| {
-            let kind = &gate.condition_type;
-            match conditions.iter().find(|c| &c.type_ == kind) {
-                None => Some(format!(
-                    "corresponding condition of pod readiness gate {kind:?} does not exist."
-                )),
-                Some(c) if c.status != "True" => Some(format!(
-                    "the status of pod readiness gate {kind:?} is not \"True\", but {}.",
-                    c.status
-                )),
-                Some(_) => None,
-            }
+    crate::podutil::readiness_gates(pod)
+        .filter_map(|(kind, condition)| match condition {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate {kind:?} does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate {kind:?} is not \"True\", but {}.",
+                c.status
+            )),
+            Some(_) => None,
         })
         .collect()
 }
@@ -481,91 +470,11 @@ pub fn mark_evicted(status: &mut PodStatus, message: String) {
     });
 }
 
-/// The node's pods with their latest status, keyed by UID.
-#[derive(Debug, Default)]
-pub struct StatusStore {
-    pods: Mutex<BTreeMap<String, Pod>>,
-    /// Since when the runtime has not answered; while set, `/pods` marks every pod stale.
-    stale_since: Mutex<Option<Time>>,
-}
-
-/// Annotation `/pods` puts on pods while the runtime is unreachable: the status shown is the
-/// last known one, as of the time given.
-pub const STALE_ANNOTATION: &str = "wasmlet.dev/status-stale-since";
-
-impl StatusStore {
-    /// Records `pod` (with its status) under its UID; only the [`StatusManager`] writes.
-    fn set(&self, pod: Pod) {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        self.lock().insert(uid, pod);
-    }
-
-    fn remove(&self, uid: &str) {
-        self.lock().remove(uid);
-    }
-
-    /// The pod with UID `uid`, as last written.
-    pub fn get(&self, uid: &str) -> Option<Pod> {
-        self.lock().get(uid).cloned()
-    }
-
-    /// The pod named `namespace/name`, as upstream's `GetPodByName` finds it for the
-    /// streaming endpoints, without copying every other pod. While a deleted pod and its
-    /// successor of the same name are both known, the successor.
-    pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Pod> {
-        self.lock()
-            .values()
-            .filter(|p| {
-                p.metadata.namespace.as_deref() == Some(namespace)
-                    && p.metadata.name.as_deref() == Some(name)
-            })
-            .max_by_key(|p| p.metadata.deletion_timestamp.is_none())
-            .cloned()
-    }
-
-    /// Marks the status stale (the runtime stopped answering) or fresh again.
-    pub fn set_stale(&self, stale: bool) {
-        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
-        match (stale, since.is_some()) {
-            (true, false) => *since = Some(timestamps::now()),
-            (false, true) => *since = None,
-            _ => {}
-        }
-    }
-
-    /// All pods, ordered by namespace and name, as `/pods` lists them.
-    pub fn list(&self) -> Vec<Pod> {
-        let stale = self
-            .stale_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
-        if let Some(since) = stale {
-            let since = since.0.to_string();
-            for pod in &mut pods {
-                let annotations = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
-                annotations.insert(STALE_ANNOTATION.into(), since.clone());
-            }
-        }
-        pods.sort_by(|a, b| {
-            (&a.metadata.namespace, &a.metadata.name)
-                .cmp(&(&b.metadata.namespace, &b.metadata.name))
-        });
-        pods
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pod>> {
-        // A panic while holding the lock cannot leave a map half-written; keep serving.
-        self.pods
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
 mod manager;
+mod store;
 
 pub use manager::{StatusManager, StatusSink};
+pub use store::{StatusStore, STALE_ANNOTATION};
 
 #[cfg(test)]
 mod tests;

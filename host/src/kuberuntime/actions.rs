@@ -234,17 +234,9 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
                 }
             }
             Some(c) if runtime_status::is_running(c) => {
-                if let Some(unhealthy) = input
-                    .unhealthy
-                    .get(&container.name)
-                    .filter(|u| u.container_id == c.id)
+                if !kill_if_unhealthy(input, &mut actions, container, c)
+                    && spec_changed(container, c)
                 {
-                    actions.kill.push(KillAction {
-                        name: container.name.clone(),
-                        id: c.id.clone(),
-                        reason: KillReason::Unhealthy(unhealthy.clone()),
-                    });
-                } else if spec_changed(container, c) {
                     actions.kill.push(KillAction {
                         name: container.name.clone(),
                         id: c.id.clone(),
@@ -306,21 +298,34 @@ fn sidecar_actions(
             past(runtime)
         }
         Some(c) if runtime_status::is_running(c) => {
-            if let Some(unhealthy) = input
-                .unhealthy
-                .get(&container.name)
-                .filter(|u| u.container_id == c.id)
-            {
-                actions.kill.push(KillAction {
-                    name: container.name.clone(),
-                    id: c.id.clone(),
-                    reason: KillReason::Unhealthy(unhealthy.clone()),
-                });
-            }
+            kill_if_unhealthy(input, actions, container, c);
             !input.not_started.contains(&container.name) || past(runtime)
         }
         Some(_) => past(runtime),
     }
+}
+
+/// Kills the running instance `running` of `container` when its liveness or startup probe
+/// condemned it; returns whether it did.
+fn kill_if_unhealthy(
+    input: &ActionInput<'_>,
+    actions: &mut PodActions,
+    container: &Container,
+    running: &api::ContainerStatus,
+) -> bool {
+    let Some(unhealthy) = input
+        .unhealthy
+        .get(&container.name)
+        .filter(|u| u.container_id == running.id)
+    else {
+        return false;
+    };
+    actions.kill.push(KillAction {
+        name: container.name.clone(),
+        id: running.id.clone(),
+        reason: KillReason::Unhealthy(unhealthy.clone()),
+    });
+    true
 }
 
 fn first_start(container: &Container, init: bool) -> StartAction {

@@ -76,7 +76,7 @@ impl PodWorker {
             grace_s = grace.as_secs(),
             "pod passed its activeDeadlineSeconds; stopping it"
         );
-        futures::future::join_all(self.probes.drain().map(|(_, probes)| probes.quiesce())).await;
+        self.quiesce_probes().await;
         let runtime_status = self
             .stop_with_hooks(grace, "stopping a pod past its deadline failed")
             .await;

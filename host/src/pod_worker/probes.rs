@@ -32,6 +32,11 @@ impl PodWorker {
             .collect()
     }
 
+    /// Stops every probe task and waits until none runs a command any more.
+    pub(super) async fn quiesce_probes(&mut self) {
+        futures::future::join_all(self.probes.drain().map(|(_, probes)| probes.quiesce())).await;
+    }
+
     /// Containers with a startup probe that has not succeeded on their running instance
     /// (or whose probes have not started yet).
     pub(super) fn not_started(&self) -> HashSet<String> {

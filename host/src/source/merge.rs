@@ -117,23 +117,10 @@ fn changed(before: &Pod, after: &Pod) -> bool {
         || gate_conditions(before) != gate_conditions(after)
 }
 
-/// The status conditions a pod's readiness gates name: others write them, and the pod's
-/// Ready condition follows them.
-fn gate_conditions(pod: &Pod) -> Vec<(&str, &str)> {
-    let conditions = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default();
-    pod.spec
-        .iter()
-        .flat_map(|s| s.readiness_gates.iter().flatten())
-        .filter_map(|gate| {
-            conditions
-                .iter()
-                .find(|c| c.type_ == gate.condition_type)
-                .map(|c| (c.type_.as_str(), c.status.as_str()))
-        })
+/// The status of each condition a pod's readiness gates name.
+fn gate_conditions(pod: &Pod) -> Vec<(&str, Option<&str>)> {
+    crate::podutil::readiness_gates(pod)
+        .map(|(kind, condition)| (kind, condition.map(|c| c.status.as_str())))
         .collect()
 }
 

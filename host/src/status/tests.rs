@@ -71,6 +71,17 @@ fn generate_probed(
 
 const ONE: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: busybox:local}]\n";
 
+/// The status (`True`/`False`) of the pod condition `kind`; empty when there is none.
+fn condition_status(status: &PodStatus, kind: &str) -> String {
+    status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == kind)
+        .map(|c| c.status.clone())
+        .unwrap_or_default()
+}
+
 #[test]
 fn running_pod_is_ready_with_ip() {
     let status = generate_for(&pod(ONE), vec![running("c", 0)], HashMap::new());
@@ -184,15 +195,6 @@ fn init_containers_gate_the_pod() {
 fn probes_decide_ready_and_started() {
     use crate::prober::ProbeView;
     let p = pod(ONE);
-    let condition = |status: &PodStatus, kind: &str| {
-        status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == kind)
-            .map(|c| c.status.clone())
-            .unwrap()
-    };
     let unready = HashMap::from([(
         "c".to_string(),
         ProbeView {
@@ -205,8 +207,8 @@ fn probes_decide_ready_and_started() {
     assert!(!c.ready);
     assert_eq!(c.started, Some(true));
     assert_eq!(status.phase.as_deref(), Some("Running"));
-    assert_eq!(condition(&status, "Ready"), "False");
-    assert_eq!(condition(&status, "ContainersReady"), "False");
+    assert_eq!(condition_status(&status, "Ready"), "False");
+    assert_eq!(condition_status(&status, "ContainersReady"), "False");
     let starting = HashMap::from([(
         "c".to_string(),
         ProbeView {
@@ -228,34 +230,25 @@ fn probes_decide_ready_and_started() {
     )]);
     let status = generate_probed(&p, vec![running("c", 0)], HashMap::new(), ready);
     assert!(status.container_statuses.as_ref().unwrap()[0].ready);
-    assert_eq!(condition(&status, "Ready"), "True");
+    assert_eq!(condition_status(&status, "Ready"), "True");
 }
 
 #[test]
 fn a_running_sidecar_initializes_the_pod_and_never_holds_its_phase() {
     let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  restartPolicy: Never\n  initContainers: [{name: proxy, image: busybox:local, restartPolicy: Always}]\n  containers: [{name: c, image: busybox:local}]\n";
     let p = pod(text);
-    let condition = |status: &PodStatus, kind: &str| {
-        status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| c.type_ == kind)
-            .map(|c| c.status.clone())
-            .unwrap_or_default()
-    };
     let starting = generate_for(&p, vec![], HashMap::new());
     assert_eq!(starting.phase.as_deref(), Some("Pending"));
-    assert_eq!(condition(&starting, "Initialized"), "False");
+    assert_eq!(condition_status(&starting, "Initialized"), "False");
     let both = generate_for(
         &p,
         vec![running("proxy", 0), running("c", 0)],
         HashMap::new(),
     );
     assert_eq!(both.phase.as_deref(), Some("Running"));
-    assert_eq!(condition(&both, "Initialized"), "True");
+    assert_eq!(condition_status(&both, "Initialized"), "True");
     assert_eq!(
-        condition(&both, "Ready"),
+        condition_status(&both, "Ready"),
         "True",
         "a running sidecar is ready without probes"
     );

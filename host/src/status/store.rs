@@ -1,0 +1,91 @@
+//! The local view of the node's pods and their latest status, which `/pods` serves; the
+//! [`StatusManager`](super::StatusManager) is its only writer.
+
+use crate::timestamps;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The node's pods with their latest status, keyed by UID.
+#[derive(Debug, Default)]
+pub struct StatusStore {
+    pods: Mutex<BTreeMap<String, Pod>>,
+    /// Since when the runtime has not answered; while set, `/pods` marks every pod stale.
+    stale_since: Mutex<Option<Time>>,
+}
+
+/// Annotation `/pods` puts on pods while the runtime is unreachable: the status shown is the
+/// last known one, as of the time given.
+pub const STALE_ANNOTATION: &str = "wasmlet.dev/status-stale-since";
+
+impl StatusStore {
+    /// Records `pod` (with its status) under its UID; only the [`StatusManager`](super::StatusManager) writes.
+    pub(super) fn set(&self, pod: Pod) {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        self.lock().insert(uid, pod);
+    }
+
+    /// Forgets the pod; only the [`StatusManager`](super::StatusManager) removes.
+    pub(super) fn remove(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+
+    /// The pod with UID `uid`, as last written.
+    pub fn get(&self, uid: &str) -> Option<Pod> {
+        self.lock().get(uid).cloned()
+    }
+
+    /// The pod named `namespace/name`, as upstream's `GetPodByName` finds it for the
+    /// streaming endpoints, without copying every other pod. While a deleted pod and its
+    /// successor of the same name are both known, the successor.
+    pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Pod> {
+        self.lock()
+            .values()
+            .filter(|p| {
+                p.metadata.namespace.as_deref() == Some(namespace)
+                    && p.metadata.name.as_deref() == Some(name)
+            })
+            .max_by_key(|p| p.metadata.deletion_timestamp.is_none())
+            .cloned()
+    }
+
+    /// Marks the status stale (the runtime stopped answering) or fresh again.
+    pub fn set_stale(&self, stale: bool) {
+        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
+        match (stale, since.is_some()) {
+            (true, false) => *since = Some(timestamps::now()),
+            (false, true) => *since = None,
+            _ => {}
+        }
+    }
+
+    /// All pods, ordered by namespace and name, as `/pods` lists them.
+    pub fn list(&self) -> Vec<Pod> {
+        let stale = self
+            .stale_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
+        if let Some(since) = stale {
+            let since = since.0.to_string();
+            for pod in &mut pods {
+                let annotations = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
+                annotations.insert(STALE_ANNOTATION.into(), since.clone());
+            }
+        }
+        pods.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        pods
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pod>> {
+        // A panic while holding the lock cannot leave a map half-written; keep serving.
+        self.pods
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
