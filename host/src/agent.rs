@@ -379,7 +379,11 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             sync_frequency: kubelet.sync_frequency,
             objects: match &clients {
                 Some(clients) => Arc::new(
-                    crate::cluster::KubeObjectSource::new(clients.clone()).watch_services(),
+                    crate::cluster::KubeObjectSource::new(
+                        clients.clone(),
+                        kubelet.config_map_and_secret_change_detection_strategy,
+                    )
+                    .watch_services(),
                 ),
                 None => Arc::new(crate::objects::Standalone),
             },

@@ -7,7 +7,7 @@ pub mod kubelet;
 pub mod logging;
 pub mod wasmlet;
 
-pub use kubelet::KubeletConfiguration;
+pub use kubelet::{ChangeDetectionStrategy, KubeletConfiguration};
 pub use wasmlet::{BackOffConfig, WasmletConfiguration};
 
 use serde::de::DeserializeOwned;

@@ -5,10 +5,9 @@
 
 use crate::config::BackOffConfig;
 use crate::cri::api;
-use crate::events::{EventType, ObjectRef};
-use crate::kuberuntime::{self, PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
+use crate::kuberuntime::{PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
 use crate::pleg::ExitHint;
-use crate::podutil::{self, MINIMUM_GRACE};
+use crate::podutil;
 use crate::prober::{self, ContainerProbes, ProbeConfig, Prober};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusManager, Waiting};
@@ -20,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, warn, Instrument};
 
 /// What every pod worker shares.
 pub struct NodeRuntime {
@@ -224,7 +223,7 @@ impl PodWorker {
             tokio::select! {
                 _ = async { let _ = predecessor.wait_for(|finished| *finished).await; } => {}
                 Some(WorkerMessage::Terminate { grace }) = inbox.recv() => {
-                    self.terminate(grace).await;
+                    self.terminate(grace, &mut inbox).await;
                     let _ = done.send(true);
                     return;
                 }
@@ -241,7 +240,7 @@ impl PodWorker {
                 _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
             };
             let Some(first) = message else { return };
-            let mut terminate = None;
+            let mut terminate: Option<Option<Duration>> = None;
             let mut sync = false;
             let mut exits = Vec::new();
             let mut evict = None;
@@ -250,8 +249,13 @@ impl PodWorker {
                 std::iter::once(first).chain(std::iter::from_fn(|| inbox.try_recv().ok()))
             {
                 match message {
+                    // Several deletes in one batch: the shortest period wins, as later.
                     WorkerMessage::Terminate { grace } => {
-                        terminate = Some(grace.or(terminate.flatten()))
+                        let earlier = terminate.flatten();
+                        terminate = Some(match (earlier, grace) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => b.or(a),
+                        });
                     }
                     WorkerMessage::Sync => sync = true,
                     WorkerMessage::Exited { container_id, exit } => {
@@ -269,7 +273,9 @@ impl PodWorker {
                 let span = self.sync_span("kill");
                 let began = std::time::Instant::now();
                 // Teardown retries until it succeeds: its result is always ok.
-                self.terminate(grace).instrument(span.clone()).await;
+                self.terminate(grace, &mut inbox)
+                    .instrument(span.clone())
+                    .await;
                 observe_worker("kill", began);
                 span.record("result", "ok");
                 let _ = done.send(true);
@@ -482,64 +488,11 @@ impl PodWorker {
             .unwrap_or(false);
         crate::metrics::kubelet::kubelet().pod_started(since_seen, sli, host_network);
     }
-
-    /// Graceful termination and removal of everything the runtime holds for the pod: the
-    /// containers are stopped (preStop first), the final status published with a terminal
-    /// phase, then containers and sandboxes removed.
-    async fn terminate(&mut self, grace: Option<Duration>) {
-        self.state = WorkerState::Terminating;
-        let grace = grace
-            .map(|g| g.max(MINIMUM_GRACE))
-            .unwrap_or_else(|| podutil::grace_period(&self.pod));
-        self.pod.metadata.deletion_timestamp = Some(timestamps::now());
-        self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
-        self.node.status.mark_terminating(&self.uid, grace);
-        // No probe acts on a pod being deleted (upstream sets liveness and startup to success),
-        // and none may still run a command in a container being stopped.
-        self.quiesce_probes().await;
-        info!(grace_s = grace.as_secs(), "terminating pod");
-        let node = self.node.clone();
-        let runtime = &node.runtime;
-        let pod = &self.pod.clone();
-        let uid = &self.uid.clone();
-        let stopped = retry("terminating pod failed", || async move {
-            let current = runtime.fetch(uid).await?;
-            let hooks = runtime.hooks(pod, &current);
-            kuberuntime::stop_all(&runtime.cri, &current, |_| grace, Some(&hooks))
-                .await
-                .inspect_err(|error| failed_kill(runtime, pod, error))?;
-            runtime.fetch(uid).await
-        })
-        .await;
-        self.publish(&stopped, &HashMap::new(), true);
-        retry("removing pod failed", || async move {
-            let current = runtime.fetch(uid).await?;
-            kuberuntime::kill_and_remove(&runtime.cri, &current, |_| grace, None).await
-        })
-        .await;
-        let qos = crate::resources::pod_qos(&self.pod);
-        remove_pod_leftovers(&self.node, &self.uid, &[qos]);
-        self.node.status.remove(&self.uid);
-        self.node.prober.metrics.forget_pod(&self.uid);
-        self.state = WorkerState::Terminated;
-        info!("pod terminated and removed");
-    }
-}
-
-/// Upstream's `FailedKillPod` event; the teardown retries.
-fn failed_kill(runtime: &RuntimeManager, pod: &Pod, error: &crate::cri::CriError) {
-    let message = format!("error killing pod: {error}");
-    runtime.events.record(
-        &ObjectRef::pod(pod),
-        EventType::Warning,
-        "FailedKillPod",
-        message,
-    );
 }
 
 mod ending;
 mod probes;
 mod teardown;
+mod terminate;
 
 pub use teardown::remove_orphan;
-use teardown::{remove_pod_leftovers, retry};

@@ -155,9 +155,15 @@ impl SyncLoop {
             if self.rejected.remove(uid) {
                 self.node.status.remove(uid);
             }
-            if let Some(worker) = self.workers.get_mut(uid).filter(|w| !w.terminating) {
-                info!(pod = %worker.full_name, %uid, "pod removed from its source; terminating");
-                worker.terminate(None);
+            match self.workers.get_mut(uid) {
+                Some(worker) if !worker.terminating => {
+                    info!(pod = %worker.full_name, %uid, "pod removed from its source; terminating");
+                    worker.terminate(None);
+                }
+                // Removed while it stops (a forced delete): the stop under way gets the
+                // minimum grace period, as upstream's for a deletion of grace 0.
+                Some(worker) => worker.terminate(Some(Duration::ZERO)),
+                None => {}
             }
         }
         for pod in updates.updated {
@@ -165,8 +171,12 @@ impl SyncLoop {
             if let Some(grace) = deletion_grace(&pod.pod) {
                 // A graceful delete (upstream treats it as an update): stop the pod with the
                 // deletion's grace period; the API object goes once the pod is gone.
-                if let Some(worker) = self.workers.get_mut(&uid).filter(|w| !w.terminating) {
-                    info!(pod = %worker.full_name, %uid, grace_s = grace.as_secs(), "pod deleted in the API server; terminating");
+                // A second delete with a shorter period reaches a worker already stopping the
+                // pod, which shortens its stop; a longer or equal one changes nothing there.
+                if let Some(worker) = self.workers.get_mut(&uid) {
+                    if !worker.terminating {
+                        info!(pod = %worker.full_name, %uid, grace_s = grace.as_secs(), "pod deleted in the API server; terminating");
+                    }
                     worker.terminate(Some(grace));
                 }
             } else if let Some(worker) = self.workers.get(&uid).filter(|w| !w.terminating) {

@@ -9,7 +9,14 @@ fn config_map_and_secret_volumes_and_env_follow_the_objects() {
     let _up = shared();
     let c = cluster();
     let ns = c.namespace("t-objects");
-    let node = c.join("c-objects", NodeOptions::default());
+    // A short sync period: an update the watch saw shows at the pod's next sync.
+    let node = c.join(
+        "c-objects",
+        NodeOptions {
+            extra_kubelet: "syncFrequency: 5s\n".into(),
+            ..NodeOptions::default()
+        },
+    );
     c.wait_node_ready(&node);
     c.apply(&format!(
         r#"apiVersion: v1
@@ -99,6 +106,28 @@ spec:
         Duration::from_secs(120),
         || (read("kubernetes.io~configmap/settings/greeting") == "bonjour").then_some(()),
     );
+    // A key deleted from the configMap leaves the volume.
+    c.kubectl_ok(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "settings",
+        "-p",
+        r#"{"data":{"color":null}}"#,
+    ]);
+    c.wait_for(
+        &node,
+        "the deleted key gone from the volume",
+        Duration::from_secs(120),
+        || {
+            (!volume_dir
+                .join("kubernetes.io~configmap/settings/color")
+                .exists())
+            .then_some(())
+        },
+    );
+    assert_eq!(read("kubernetes.io~configmap/settings/greeting"), "bonjour");
     assert_never_forbidden(&node);
 }
 

@@ -137,3 +137,60 @@ fn admission_rejects_with_upstream_reasons_in_the_api() {
     assert!(node.containers_named(Some("too-big")).is_empty());
     assert_never_forbidden(&node);
 }
+
+#[test]
+fn a_second_delete_with_a_shorter_grace_period_shortens_the_termination() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-regrace");
+    let node = c.join("c-regrace", NodeOptions::default());
+    c.wait_node_ready(&node);
+    // A container that ignores SIGTERM: only the grace period's end (the SIGKILL) stops it.
+    c.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: stubborn, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 600
+  containers:
+  - name: main
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c, "trap '' TERM; while true; do sleep 1; done"]
+"#,
+        node = node.name
+    ));
+    c.wait_pod_phase(&node, &ns, "stubborn", "Running");
+    c.kubectl_ok(&["-n", &ns, "delete", "pod", "stubborn", "--wait=false"]);
+    c.wait_for(
+        &node,
+        "the pod to show the first delete's 600 s grace",
+        Duration::from_secs(30),
+        || {
+            c.pod(&ns, "stubborn")
+                .filter(|p| p["metadata"]["deletionGracePeriodSeconds"] == 600)
+        },
+    );
+    // The container is still stopping under the long period.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(node.containers_named(Some("stubborn")).len(), 1);
+    c.kubectl_ok(&[
+        "-n",
+        &ns,
+        "delete",
+        "pod",
+        "stubborn",
+        "--grace-period=1",
+        "--wait=false",
+    ]);
+    c.wait_for(
+        &node,
+        "the pod to be gone after the shorter second delete",
+        Duration::from_secs(90),
+        || c.pod(&ns, "stubborn").is_none().then_some(()),
+    );
+    assert!(node.containers_named(Some("stubborn")).is_empty());
+    assert_never_forbidden(&node);
+}

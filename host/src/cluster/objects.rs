@@ -1,13 +1,13 @@
 //! The API server as the pods' [`ObjectSource`], over the main [`ApiClients`] client (its QPS
 //! bucket and call deadline).
 //!
-//! ConfigMaps and secrets are read by GET with a short TTL cache, upstream's `Get`/TTL
-//! strategy (`pkg/kubelet/util/manager/cache_based_manager.go`) rather than its per-object
-//! watches: with kube-rs every watch holds its own HTTP/1.1 connection, so a GET every
-//! [`OBJECT_TTL`] per referenced object is the cheaper first version. Only successful answers
-//! are cached, so an object created after a pod that needs it is seen on the next retry. They
-//! are never listed: the Node authorizer lets a node read only the named configMaps and secrets
-//! of pods bound to it.
+//! ConfigMaps and secrets follow `configMapAndSecretChangeDetectionStrategy`, as upstream:
+//! `Watch` (the default) reads each named object once and then keeps it by a watch of that
+//! one object ([`watched`]); `Cache` serves a GET's answer for [`OBJECT_TTL`]
+//! (`pkg/kubelet/util/manager/cache_based_manager.go`); `Get` reads on every use. Only
+//! successful answers are kept, so an object created after a pod that needs it is seen on the
+//! next retry. They are never listed: the Node authorizer lets a node read only the named
+//! configMaps and secrets of pods bound to it.
 //!
 //! Tokens come from the TokenRequest API (`POST serviceaccounts/<sa>/token`, bound to the pod
 //! by kind, name and UID), cached per pod and request as upstream's token manager
@@ -19,7 +19,10 @@
 //! (upstream's service informer); until its first list completes they are listed per
 //! namespace with the same TTL, and a failed list serves the last good one.
 
+mod watched;
+
 use super::{ApiClients, ApiError};
+use crate::config::ChangeDetectionStrategy;
 use crate::objects::{
     ObjectError, ObjectFuture, ObjectKind, ObjectSource, ServiceAccountToken, TokenRequest,
 };
@@ -34,8 +37,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tracing::{debug, warn};
 
-/// How long a configMap, secret or Service list is served from the cache.
-pub const OBJECT_TTL: Duration = Duration::from_secs(30);
+/// How long a configMap or secret (strategy `Cache`, upstream's default TTL) or a Service
+/// list is served from the cache.
+pub const OBJECT_TTL: Duration = Duration::from_secs(60);
 /// Upstream's `maxTTL`: a token is refreshed at least once a day.
 const TOKEN_MAX_REFRESH: Duration = Duration::from_secs(24 * 60 * 60);
 /// A token no sync asked for this long belongs to a pod that is gone (every sync asks for
@@ -108,7 +112,12 @@ struct TokenKey {
 /// The kube-rs [`ObjectSource`]; see the module documentation for its caching.
 pub struct KubeObjectSource {
     clients: ApiClients,
+    strategy: ChangeDetectionStrategy,
+    /// How long a configMap or secret answer is reused (strategies `Cache` and `Get`) and a
+    /// Service list is (before the Service store has listed).
     ttl: Duration,
+    watched_config_maps: watched::Watched<ConfigMap>,
+    watched_secrets: watched::Watched<Secret>,
     config_maps: Cache<(String, String), Arc<ConfigMap>>,
     secrets: Cache<(String, String), Arc<Secret>>,
     services: Cache<String, Arc<Vec<Service>>>,
@@ -119,17 +128,14 @@ pub struct KubeObjectSource {
 }
 
 impl KubeObjectSource {
-    /// A source over `clients.main`, with the default [`OBJECT_TTL`].
-    pub fn new(clients: ApiClients) -> Self {
-        Self::with_ttl(clients, OBJECT_TTL)
-    }
-
-    /// A source whose configMaps, secrets and Service lists are served from the cache for
-    /// `ttl`.
-    pub fn with_ttl(clients: ApiClients, ttl: Duration) -> Self {
+    /// A source over `clients.main` that keeps configMaps and secrets current by `strategy`.
+    pub fn new(clients: ApiClients, strategy: ChangeDetectionStrategy) -> Self {
         Self {
             clients,
-            ttl,
+            strategy,
+            ttl: OBJECT_TTL,
+            watched_config_maps: Default::default(),
+            watched_secrets: Default::default(),
             config_maps: Default::default(),
             secrets: Default::default(),
             services: Default::default(),
@@ -161,22 +167,31 @@ impl KubeObjectSource {
         self
     }
 
-    async fn get<K>(
+    async fn get<K: watched::Watchable>(
         &self,
-        cache: &Cache<(String, String), Arc<K>>,
+        (watched, cache): (&watched::Watched<K>, &Cache<(String, String), Arc<K>>),
         kind: ObjectKind,
         namespace: &str,
         name: &str,
-    ) -> Result<Arc<K>, ObjectError>
-    where
-        K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-        K::DynamicType: Default,
-    {
+    ) -> Result<Arc<K>, ObjectError> {
         let key = (namespace.to_string(), name.to_string());
-        if let Some(object) = fresh(cache, &key, self.ttl) {
+        let ttl = match self.strategy {
+            ChangeDetectionStrategy::Cache => self.ttl,
+            ChangeDetectionStrategy::Watch | ChangeDetectionStrategy::Get => Duration::ZERO,
+        };
+        if self.strategy == ChangeDetectionStrategy::Watch {
+            match watched.lookup(namespace, name) {
+                watched::Lookup::Found(object) => return Ok(object),
+                watched::Lookup::Gone => {
+                    return Err(ObjectError::NotFound {
+                        kind,
+                        namespace: key.0,
+                        name: key.1,
+                    })
+                }
+                watched::Lookup::Unknown => {}
+            }
+        } else if let Some(object) = fresh(cache, &key, ttl) {
             return Ok(object);
         }
         let api: Api<K> = Api::namespaced(self.clients.main.clone(), namespace);
@@ -184,7 +199,11 @@ impl KubeObjectSource {
             .await
             .map_err(|e| object_error(kind, namespace, name, e))?;
         let object = Arc::new(object);
-        store(cache, key, object.clone(), self.ttl);
+        match self.strategy {
+            ChangeDetectionStrategy::Watch => watched.keep(&self.clients.main, object.clone()),
+            _ if !ttl.is_zero() => store(cache, key, object.clone(), ttl),
+            _ => {}
+        }
         debug!(
             kind = kind.resource(),
             namespace, name, "read from the API server"
@@ -390,11 +409,13 @@ impl ObjectSource for KubeObjectSource {
         namespace: &'a str,
         name: &'a str,
     ) -> ObjectFuture<'a, Arc<ConfigMap>> {
-        Box::pin(self.get(&self.config_maps, ObjectKind::ConfigMap, namespace, name))
+        let kept = (&self.watched_config_maps, &self.config_maps);
+        Box::pin(self.get(kept, ObjectKind::ConfigMap, namespace, name))
     }
 
     fn secret<'a>(&'a self, namespace: &'a str, name: &'a str) -> ObjectFuture<'a, Arc<Secret>> {
-        Box::pin(self.get(&self.secrets, ObjectKind::Secret, namespace, name))
+        let kept = (&self.watched_secrets, &self.secrets);
+        Box::pin(self.get(kept, ObjectKind::Secret, namespace, name))
     }
 
     fn service_account_token<'a>(

@@ -45,6 +45,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "clusterDNS",
     "clusterDomain",
     "allowedUnsafeSysctls",
+    "configMapAndSecretChangeDetectionStrategy",
     "tlsCertFile",
     "tlsPrivateKeyFile",
     "authentication",
@@ -157,6 +158,8 @@ pub struct KubeletConfiguration {
     pub cluster_domain: String,
     /// Unsafe sysctls (or `prefix*` patterns) pods may set beyond the safe ones.
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// How the configMaps and secrets of running pods are kept current.
+    pub config_map_and_secret_change_detection_strategy: ChangeDetectionStrategy,
     /// Log format and verbosity (`--logging-format`, `-v`, `--vmodule` override it).
     pub logging: LoggingConfiguration,
     /// OTLP export of spans; absent (the default) exports nothing.
@@ -201,6 +204,7 @@ impl Default for KubeletConfiguration {
             cluster_dns: Vec::new(),
             cluster_domain: String::new(),
             allowed_unsafe_sysctls: Vec::new(),
+            config_map_and_secret_change_detection_strategy: ChangeDetectionStrategy::Watch,
             tls_cert_file: None,
             tls_private_key_file: None,
             authentication: KubeletAuthentication::default(),
@@ -209,6 +213,19 @@ impl Default for KubeletConfiguration {
             tracing: None,
         }
     }
+}
+
+/// Upstream's `ResourceChangeDetectionStrategy`: how the configMaps and secrets that running
+/// pods name are kept current.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum ChangeDetectionStrategy {
+    /// One watch per referenced object: an update shows in the next sync.
+    #[default]
+    Watch,
+    /// A GET whose answer is reused for a minute.
+    Cache,
+    /// A GET on every use.
+    Get,
 }
 
 /// Upstream's `KubeletAuthentication`: the ways a request to the secure port is authenticated,

@@ -3,7 +3,8 @@
 //! (upstream's `activeDeadlineHandler`). Each stops what runs and leaves the pod Finished.
 
 use super::teardown::retry;
-use super::{failed_kill, PodWorker, WorkerState};
+use super::terminate::failed_kill;
+use super::{PodWorker, WorkerState};
 use crate::kuberuntime::{self, SyncError};
 use crate::podutil::{self, MINIMUM_GRACE};
 use crate::runtime_status::PodRuntimeStatus;
