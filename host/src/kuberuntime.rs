@@ -11,6 +11,7 @@ mod etc_hosts;
 mod image;
 mod linux_resources;
 pub mod pod_config;
+pub mod resize;
 mod sandbox;
 mod sync;
 mod termination_message;

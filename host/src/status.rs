@@ -8,6 +8,7 @@ use crate::timestamps;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
     ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+    ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::HashMap;
@@ -44,6 +45,9 @@ pub struct StatusInput<'a> {
     pub previous: Option<&'a PodStatus>,
     /// Whether the pod will run no more containers (its worker finished it).
     pub terminal: bool,
+    /// Container ID -> the resources it runs with (given at creation or by an in-place
+    /// resize); a running container without an entry runs with its spec's.
+    pub applied: &'a HashMap<String, ResourceRequirements>,
 }
 
 fn terminated_state(
@@ -116,8 +120,25 @@ fn container_status(
         started: Some(running && probed.is_none_or(|p| p.started)),
         state: Some(state),
         last_state: Some(last_state.unwrap_or_default()),
+        allocated_resources: spec_resources(container).requests,
+        resources: latest.filter(|_| running).map(|c| {
+            input
+                .applied
+                .get(&c.id)
+                .cloned()
+                .unwrap_or_else(|| spec_resources(container))
+        }),
         ..Default::default()
     }
+}
+
+/// A container's requests and limits, empty ones left out, as the status reports them and an
+/// in-place resize compares them.
+pub fn spec_resources(container: &Container) -> ResourceRequirements {
+    let mut resources = container.resources.clone().unwrap_or_default();
+    resources.requests = resources.requests.filter(|r| !r.is_empty());
+    resources.limits = resources.limits.filter(|l| !l.is_empty());
+    resources
 }
 
 /// Upstream's `getPhase` over app container statuses, with init containers first.

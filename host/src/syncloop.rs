@@ -237,6 +237,7 @@ impl SyncLoop {
             start_time: None,
             previous: None,
             terminal: false,
+            applied: &HashMap::new(),
         });
         self.node.status.set_status(&pod, pending);
         // After a relist that did not list it (and with no cleanup of it under way), the

@@ -304,6 +304,7 @@ impl ObjectSource for KubeObjectSource {
 mod tests {
     use super::*;
 
+    #[tokio::test]
     async fn a_lagging_node_graph_is_waited_out_and_a_real_refusal_is_not() {
         let refusal = |message: &str| {
             ApiError::Status(Box::new(kube::core::Status {

@@ -315,6 +315,25 @@ impl CriClient {
         call!(self.runtime.start_container(request), "StartContainer").map(drop)
     }
 
+    /// `UpdateContainerResources`: new cgroup values for a running container (an in-place
+    /// resize).
+    pub async fn update_container_resources(
+        &self,
+        id: &str,
+        linux: api::LinuxContainerResources,
+    ) -> Result<(), CriError> {
+        let request = api::UpdateContainerResourcesRequest {
+            container_id: id.into(),
+            linux: Some(linux),
+            ..Default::default()
+        };
+        call!(
+            self.runtime.update_container_resources(request),
+            "UpdateContainerResources"
+        )
+        .map(drop)
+    }
+
     /// Stops with SIGTERM, then SIGKILL after `grace`. If the runtime has not answered
     /// [`STOP_ESCALATION`] past the grace (seen with containerd 1.6 when an exec raced the
     /// stop and wedged the shim's state call), it asks again with no grace: a kill gets through

@@ -3,6 +3,7 @@
 //! runtime holds and the pod's restart back-off, so that every decision is tested without a
 //! runtime (`actions/tests.rs`, in the style of upstream's `TestComputePodActions`).
 
+use super::resize::{AppliedResources, Resize};
 use crate::backoff::BackOff;
 use crate::cri::api;
 use crate::cri::labels;
@@ -30,6 +31,8 @@ pub struct ActionInput<'a> {
     /// Containers whose startup probe has not succeeded yet: a sidecar among them holds the
     /// containers after it back.
     pub not_started: &'a HashSet<String>,
+    /// What each running container was given (by container ID), for in-place resizes.
+    pub applied: &'a AppliedResources,
     /// The wall-clock time of the decision.
     pub now: SystemTime,
 }
@@ -64,6 +67,8 @@ pub struct PodActions {
     pub start: Vec<StartAction>,
     /// Containers CrashLoopBackOff holds back.
     pub back_off: Vec<BackOffHold>,
+    /// Running containers whose resources change in place.
+    pub resize: Vec<CreatedContainer>,
 }
 
 /// A container to create and start.
@@ -107,6 +112,9 @@ pub enum KillReason {
     Unhealthy(Unhealthy),
     /// Its spec changed (the container hash differs); a new attempt starts in the same sync.
     SpecChanged,
+    /// Its resources changed and its `resizePolicy` restarts it for that; a new attempt
+    /// starts in the same sync.
+    ResizeRestart,
 }
 
 /// A container held back by CrashLoopBackOff.
@@ -128,6 +136,7 @@ impl PodActions {
             && self.kill.is_empty()
             && self.start_created.is_empty()
             && self.start.is_empty()
+            && self.resize.is_empty()
     }
 }
 
@@ -135,6 +144,15 @@ impl PodActions {
 /// `io.kubernetes.container.hash` annotation: a container whose spec changed under the same
 /// pod UID is replaced.
 pub fn container_hash(container: &Container) -> String {
+    // Resources change in place (`resize`), as upstream's hash leaves them out.
+    let without_resources = Container {
+        resources: None,
+        ..container.clone()
+    };
+    hash_of(&without_resources)
+}
+
+fn hash_of(container: &Container) -> String {
     let json = serde_json::to_vec(container).unwrap_or_default();
     let digest = Sha256::digest(&json);
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
@@ -159,10 +177,43 @@ pub fn seed_backoff(backoff: &mut BackOff, runtime: &PodRuntimeStatus) {
 /// Whether the container's spec differs from the one it was created from. A container
 /// created before wasmlet recorded hashes has none and counts as unchanged.
 fn spec_changed(spec: &Container, status: &api::ContainerStatus) -> bool {
+    // A container created before resources left the hash carries the hash of the whole
+    // spec: it is unchanged when that one still matches.
     status
         .annotations
         .get(labels::CONTAINER_HASH)
-        .is_some_and(|hash| *hash != container_hash(spec))
+        .is_some_and(|hash| *hash != container_hash(spec) && *hash != hash_of(spec))
+}
+
+/// Resizes or restarts the running `container` whose resources differ from what it was
+/// given.
+fn resize_if_changed(
+    input: &ActionInput<'_>,
+    actions: &mut PodActions,
+    container: &Container,
+    running: &api::ContainerStatus,
+    init: bool,
+) {
+    match super::resize::decide(container, input.applied.get(&running.id)) {
+        Resize::None => {}
+        Resize::Update => actions.resize.push(CreatedContainer {
+            name: container.name.clone(),
+            id: running.id.clone(),
+        }),
+        Resize::Restart => {
+            actions.kill.push(KillAction {
+                name: container.name.clone(),
+                id: running.id.clone(),
+                reason: KillReason::ResizeRestart,
+            });
+            actions.start.push(StartAction {
+                name: container.name.clone(),
+                init,
+                attempt: runtime_status::attempt(running) + 1,
+                failed_at: None,
+            });
+        }
+    }
 }
 
 /// Decides one sync, as upstream's `computePodActions`: the sandbox first, then the first
@@ -234,9 +285,10 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
                 }
             }
             Some(c) if runtime_status::is_running(c) => {
-                if !kill_if_unhealthy(input, &mut actions, container, c)
-                    && spec_changed(container, c)
-                {
+                if kill_if_unhealthy(input, &mut actions, container, c) {
+                    continue;
+                }
+                if spec_changed(container, c) {
                     actions.kill.push(KillAction {
                         name: container.name.clone(),
                         id: c.id.clone(),
@@ -248,6 +300,8 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
                         attempt: runtime_status::attempt(c) + 1,
                         failed_at: None,
                     });
+                } else {
+                    resize_if_changed(input, &mut actions, container, c, false);
                 }
             }
             Some(_) => {}
@@ -298,7 +352,9 @@ fn sidecar_actions(
             past(runtime)
         }
         Some(c) if runtime_status::is_running(c) => {
-            kill_if_unhealthy(input, actions, container, c);
+            if !kill_if_unhealthy(input, actions, container, c) {
+                resize_if_changed(input, actions, container, c, true);
+            }
             !input.not_started.contains(&container.name) || past(runtime)
         }
         Some(_) => past(runtime),

@@ -98,7 +98,8 @@ impl RuntimeManager {
             .map_err(|error| error.to_string());
         let config = envs.and_then(|envs| {
             let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
-            let mut mounts = volumes::mounts(ctx.pod, container, ctx.volume_paths, &pod_dir)
+            let expanded = super::env::expand_sub_path_exprs(container, &envs)?;
+            let mut mounts = volumes::mounts(ctx.pod, &expanded, ctx.volume_paths, &pod_dir)
                 .map_err(|error| error.to_string())?;
             let hosts = super::etc_hosts::mount(
                 ctx.pod,
@@ -151,6 +152,8 @@ impl RuntimeManager {
                     format!("Created container: {}", container.name),
                 );
                 outcome.touched.push(id.clone());
+                let resources = super::resize::spec_resources(container);
+                outcome.applied.push((id.clone(), resources));
                 id
             }
             Err(error) => {

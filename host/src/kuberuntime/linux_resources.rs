@@ -60,6 +60,20 @@ pub fn linux_resources(
     })
 }
 
+impl LinuxResources {
+    /// The values as CRI's `LinuxContainerResources`, for a create or an in-place resize.
+    pub fn to_cri(self) -> crate::cri::api::LinuxContainerResources {
+        crate::cri::api::LinuxContainerResources {
+            cpu_period: self.cpu_period,
+            cpu_quota: self.cpu_quota,
+            cpu_shares: self.cpu_shares,
+            memory_limit_in_bytes: self.memory_limit_in_bytes,
+            oom_score_adj: self.oom_score_adj,
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,14 +337,7 @@ pub fn container_config(
         stdin_once: container.stdin_once.unwrap_or(false),
         tty: container.tty.unwrap_or(false),
         linux: Some(api::LinuxContainerConfig {
-            resources: Some(api::LinuxContainerResources {
-                cpu_period: limits.cpu_period,
-                cpu_quota: limits.cpu_quota,
-                cpu_shares: limits.cpu_shares,
-                memory_limit_in_bytes: limits.memory_limit_in_bytes,
-                oom_score_adj: limits.oom_score_adj,
-                ..Default::default()
-            }),
+            resources: Some(limits.to_cri()),
             security_context: Some(security_context(pod, container)),
         }),
         windows: None,

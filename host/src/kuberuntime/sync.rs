@@ -2,6 +2,7 @@
 //! the actions out (sandbox, kills, starts), building the sandbox config once per sync.
 
 use super::container::StartContext;
+use super::resize::AppliedResources;
 use super::{
     compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
     SyncError, Unhealthy, SYNC_ERROR_RETRY,
@@ -30,6 +31,8 @@ pub struct PodSyncState {
     known_empty: bool,
     /// Time spent pulling the pod's images, which the pod start SLI leaves out.
     image_pulling: Duration,
+    /// What each running container was given, for in-place resizes and the status.
+    applied: AppliedResources,
 }
 
 impl PodSyncState {
@@ -45,7 +48,13 @@ impl PodSyncState {
             volumes: volumes::PodVolumes::default(),
             known_empty,
             image_pulling: Duration::ZERO,
+            applied: AppliedResources::default(),
         }
+    }
+
+    /// What each running container was given (by container ID), as far as this process knows.
+    pub fn applied_resources(&self) -> &AppliedResources {
+        &self.applied
     }
 
     /// Time the pod's syncs spent pulling images so far.
@@ -79,6 +88,8 @@ pub(super) struct SyncOutcome {
     pub touched: Vec<String>,
     /// Time this sync spent pulling images.
     pub pulling: Duration,
+    /// Containers created or resized, with the resources they now run with.
+    pub applied: Vec<(String, k8s_openapi::api::core::v1::ResourceRequirements)>,
 }
 
 impl SyncOutcome {
@@ -170,6 +181,7 @@ impl RuntimeManager {
                 backoff,
                 unhealthy,
                 not_started,
+                applied: &state.applied,
                 now: SystemTime::now(),
             })
         };
@@ -247,6 +259,7 @@ impl RuntimeManager {
             requeue: self.sync_frequency,
             touched: Vec::new(),
             pulling: Duration::ZERO,
+            applied: Vec::new(),
         };
         let hooks = self.hooks(pod, &runtime);
         let facts = PodFacts {
@@ -275,6 +288,12 @@ impl RuntimeManager {
         runtime
             .refresh_containers(&self.cri, &outcome.touched)
             .await?;
+        for (id, resources) in outcome.applied.drain(..) {
+            state.applied.record(id, resources);
+        }
+        state
+            .applied
+            .retain(|id| runtime.live_containers().any(|c| c.id == id));
         Ok(SyncResult {
             runtime,
             waiting: outcome.waiting,
@@ -305,6 +324,14 @@ impl RuntimeManager {
                         kill.name
                     );
                     (grace, message)
+                }
+                KillReason::ResizeRestart => {
+                    info!(container = %kill.name, "container resources changed and its resize policy restarts it");
+                    let message = format!(
+                        "Container {} resize requires restart, will be restarted",
+                        kill.name
+                    );
+                    (crate::podutil::grace_period(ctx.pod), message)
                 }
                 KillReason::SpecChanged => {
                     info!(container = %kill.name, "container spec changed, will be restarted");
@@ -341,6 +368,12 @@ impl RuntimeManager {
             }
             self.start_container(ctx, &container, start.attempt, image_backoff, outcome)
                 .await;
+        }
+        for resize in &actions.resize {
+            if let Some(container) = spec_container(ctx.pod, &resize.name) {
+                self.resize_container(ctx.pod, &container, &resize.id, outcome)
+                    .await;
+            }
         }
         for hold in &actions.back_off {
             let full_name = crate::podutil::full_name(ctx.pod);

@@ -102,6 +102,7 @@ impl StatusManager {
         if let Some(previous) = stored.as_ref().and_then(|p| p.status.as_ref()) {
             keep_final_terminations(&mut pod, previous);
         }
+        observe_generation(&mut pod);
         // Nothing changed (a periodic resync): no new version, so no write to the API server
         // (upstream's SetPodStatus no-op on an equal status).
         if stored.as_ref() == Some(&pod) {
@@ -124,6 +125,22 @@ impl StatusManager {
         self.versions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The status, and each condition the node computed in it, says which `metadata.generation`
+/// of the pod it was computed from (upstream's `observedGeneration`, on by default since 1.34):
+/// a client that changed the spec waits for the node to have seen it.
+fn observe_generation(pod: &mut Pod) {
+    let Some(generation) = pod.metadata.generation.filter(|g| *g > 0) else {
+        return;
+    };
+    let Some(status) = pod.status.as_mut() else {
+        return;
+    };
+    status.observed_generation = Some(generation);
+    for condition in status.conditions.iter_mut().flatten() {
+        condition.observed_generation = Some(generation);
     }
 }
 
@@ -204,6 +221,27 @@ mod tests {
             phase: Some(phase.into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_status_and_its_conditions_observe_the_pod_generation() {
+        let store = Arc::new(StatusStore::default());
+        let manager = StatusManager::new(store.clone(), Vec::new());
+        let mut pod = pod("g");
+        pod.metadata.generation = Some(7);
+        let mut status = phase("Running");
+        status.conditions = Some(vec![k8s_openapi::api::core::v1::PodCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            ..Default::default()
+        }]);
+        manager.set_status(&pod, status);
+        let stored = store.get("g").and_then(|p| p.status).unwrap_or_default();
+        assert_eq!(stored.observed_generation, Some(7));
+        assert_eq!(
+            stored.conditions.unwrap_or_default()[0].observed_generation,
+            Some(7)
+        );
     }
 
     #[test]

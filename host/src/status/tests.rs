@@ -66,6 +66,7 @@ fn generate_probed(
         start_time: None,
         previous: None,
         terminal: false,
+        applied: &HashMap::new(),
     })
 }
 

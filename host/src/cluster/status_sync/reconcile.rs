@@ -54,12 +54,27 @@ pub fn differs(api: &Value, ours: &Value) -> bool {
 }
 
 /// The status to patch: `ours`, with `null` for each field the node clears that `api` still
-/// holds (a strategic-merge patch removes a field set to null).
+/// holds (a strategic-merge patch removes a field set to null). Conditions merge by type in
+/// such a patch, each field on its own: an owned condition without a reason or message gets
+/// `null` for it, so a `Ready` that turned true loses the reason it had while false.
 pub fn patch(ours: &Value, api: Option<&Value>) -> Value {
     let mut out = match ours {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
+    if let Some(Value::Array(conditions)) = out.get_mut("conditions") {
+        for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            let owned = condition
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| OWNED_CONDITIONS.contains(&t));
+            if owned {
+                for name in CLEARED_FIELDS {
+                    condition.entry(name).or_insert(Value::Null);
+                }
+            }
+        }
+    }
     if let Some(api) = api {
         for name in CLEARED_FIELDS {
             if field(api, name).is_some() && field(ours, name).is_none() {
@@ -130,6 +145,11 @@ mod tests {
         assert_eq!(patch["reason"], Value::Null);
         assert!(patch.as_object().is_some_and(|m| m.contains_key("message")));
         assert_eq!(patch["phase"], json!("Running"));
+        assert_eq!(
+            patch["conditions"][0],
+            json!({"type": "Ready", "status": "True", "reason": null, "message": null}),
+            "an owned condition's reason and message go when the node has none"
+        );
         let without_api = super::patch(&ours(), None);
         assert!(!without_api
             .as_object()

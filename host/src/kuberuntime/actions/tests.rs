@@ -530,6 +530,69 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Every container of `runtime` as created from its spec in `pod`: nothing to resize.
+fn as_created(pod: &Pod, runtime: &PodRuntimeStatus) -> AppliedResources {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let mut applied = AppliedResources::default();
+    for c in &runtime.containers {
+        let name = runtime_status::container_name(c);
+        let container = spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .find(|s| s.name == name);
+        if let Some(container) = container {
+            applied.record(
+                c.id.clone(),
+                super::super::resize::spec_resources(container),
+            );
+        }
+    }
+    applied
+}
+
+#[test]
+fn a_resized_container_is_updated_in_place_or_restarted_by_its_policy() {
+    use k8s_openapi::api::core::v1::{ContainerResizePolicy, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use State::*;
+    let before = pod("Always", &[], &["app"]);
+    let running = runtime(ready(), vec![container("app", 0, Running)]);
+    let applied = as_created(&before, &running);
+    let resized = |policy: &str| {
+        let mut pod = before.clone();
+        let app = &mut pod.spec.as_mut().unwrap().containers[0];
+        app.resources = Some(ResourceRequirements {
+            requests: Some([("cpu".to_string(), Quantity("200m".into()))].into()),
+            ..Default::default()
+        });
+        app.resize_policy = Some(vec![ContainerResizePolicy {
+            resource_name: "cpu".into(),
+            restart_policy: policy.into(),
+        }]);
+        pod
+    };
+    let decide = |pod: &Pod| {
+        compute_pod_actions(&ActionInput {
+            pod,
+            runtime: &running,
+            terminal: false,
+            backoff: &BackOff::new(BackOffConfig::UPSTREAM),
+            unhealthy: &HashMap::new(),
+            not_started: &HashSet::new(),
+            applied: &applied,
+            now: now(),
+        })
+    };
+    let in_place = decide(&resized("NotRequired"));
+    assert_eq!(in_place.resize.len(), 1, "{in_place:?}");
+    assert!(in_place.kill.is_empty(), "resources are not in the hash");
+    let restarted = decide(&resized("RestartContainer"));
+    assert!(restarted.resize.is_empty());
+    assert_eq!(restarted.kill[0].reason, KillReason::ResizeRestart);
+    assert_eq!(restarted.start, vec![start("app", 1)]);
+}
+
 #[test]
 fn compute_pod_actions_table() {
     let cases = cases();
@@ -543,6 +606,7 @@ fn compute_pod_actions_table() {
             backoff: &case.backoff,
             unhealthy: &case.unhealthy,
             not_started: &HashSet::new(),
+            applied: &as_created(&case.pod, &case.runtime),
             now: now(),
         });
         if actual != case.expected {
@@ -618,6 +682,7 @@ fn sidecars_and_ephemeral_containers() {
             backoff: &BackOff::new(BackOffConfig::UPSTREAM),
             unhealthy: &HashMap::new(),
             not_started: &HashSet::new(),
+            applied: &as_created(pod, runtime),
             now: now(),
         })
     };
