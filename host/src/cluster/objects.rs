@@ -44,6 +44,9 @@ struct Cached<T> {
 
 type Cache<K, T> = Mutex<HashMap<K, Cached<T>>>;
 
+/// A configMap or secret cache under each strategy: the watches, and the TTL answers.
+type Kept<'a, K> = (&'a watched::Watched<K>, &'a Cache<(String, String), Arc<K>>);
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -129,7 +132,7 @@ impl KubeObjectSource {
 
     async fn get<K: watched::Watchable>(
         &self,
-        (watched, cache): (&watched::Watched<K>, &Cache<(String, String), Arc<K>>),
+        (watched, cache): Kept<'_, K>,
         kind: ObjectKind,
         namespace: &str,
         name: &str,
