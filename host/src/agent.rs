@@ -1,6 +1,8 @@
 //! `wasmlet run`: wires the config, the runtime client, the source, the PLEG, the SyncLoop
 //! and the HTTP endpoints together, and runs until a signal.
 
+mod node_facts;
+
 use crate::admission::PodAdmitChain;
 use crate::backoff::Doubling;
 use crate::config::NodeConfig;
@@ -269,38 +271,12 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         warn!(%field, %why, "eviction thresholds rejected; eviction is off");
         Vec::new()
     });
-    let memory_capacity = crate::machine::machine_memory_bytes();
-    let nodefs_capacity =
-        crate::stats::fs::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);
-    let hard = |signal: wasmlet_policy_default::Signal, capacity: i64| {
-        thresholds
-            .iter()
-            .find(|t| t.signal == signal && t.is_hard())
-            .map_or(0, |t| t.value.resolve(capacity))
-    };
-    let _ = node_view.facts.set(crate::node_status::NodeFacts {
-        name: config.node_name.clone(),
-        ip: config.node_ip.to_string(),
-        hostname: crate::config::machine_hostname(),
-        max_pods: kubelet.max_pods,
-        memory_capacity_bytes: memory_capacity,
-        cpu_capacity_millis: crate::machine::machine_cpu_millis(),
-        nodefs_capacity_bytes: nodefs_capacity,
-        hugepages: crate::machine::hugepages(),
-        memory_hard_threshold_bytes: hard(
-            wasmlet_policy_default::Signal::MemoryAvailable,
-            memory_capacity,
-        ),
-        nodefs_hard_threshold_bytes: hard(
-            wasmlet_policy_default::Signal::NodefsAvailable,
-            nodefs_capacity,
-        ),
-        runtime_version: format!("{runtime_name}://{runtime_version}"),
-        kubelet_port: i32::from(kubelet.port),
-        extra_labels: config.node_labels.clone(),
-        register_taints: kubelet.register_with_taints.clone(),
-        machine: crate::machine::machine_info(),
-    });
+    let runtime_version = format!("{runtime_name}://{runtime_version}");
+    let _ = node_view.facts.set(node_facts::node_facts(
+        &config,
+        &thresholds,
+        runtime_version,
+    ));
     let (evict_tx, evict_rx) = mpsc::channel(4);
     let eviction = Arc::new(EvictionManager {
         config: EvictionConfig {

@@ -25,3 +25,32 @@ pub fn remove_pod_cgroup(parent: &str) {
         }
     }
 }
+
+/// The cgroup every pod cgroup sits under.
+pub const PODS_CGROUP: &str = "kubepods";
+
+/// Limits the `kubepods` cgroup to `cpu_millis` (as CPU shares, or the v2 weight) and
+/// `memory_bytes`, creating it where needed: upstream's `enforceNodeAllocatable: [pods]`, so
+/// pods together never take what `systemReserved` and `kubeReserved` keep.
+pub fn limit_pods_cgroup(cpu_millis: i64, memory_bytes: i64) -> std::io::Result<()> {
+    let root = Path::new(CGROUP_ROOT);
+    let shares = (cpu_millis.saturating_mul(1024) / 1000).clamp(2, 262_144);
+    if root.join("cgroup.controllers").exists() {
+        let dir = root.join(PODS_CGROUP);
+        std::fs::create_dir_all(&dir)?;
+        // Upstream's CPUSharesToCPUWeight.
+        let weight = 1 + ((shares - 2) * 9999) / 262_142;
+        std::fs::write(dir.join("cpu.weight"), weight.to_string())?;
+        std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
+        return Ok(());
+    }
+    for (controller, file, value) in [
+        ("cpu", "cpu.shares", shares),
+        ("memory", "memory.limit_in_bytes", memory_bytes),
+    ] {
+        let dir = root.join(controller).join(PODS_CGROUP);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(file), value.to_string())?;
+    }
+    Ok(())
+}

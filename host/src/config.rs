@@ -5,6 +5,7 @@ pub mod duration;
 pub mod eviction;
 pub mod kubelet;
 pub mod logging;
+pub mod reserved;
 pub mod wasmlet;
 
 pub use kubelet::{ChangeDetectionStrategy, KubeletConfiguration};

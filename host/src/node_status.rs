@@ -37,8 +37,10 @@ pub struct NodeFacts {
     pub nodefs_capacity_bytes: i64,
     /// Pre-allocated huge pages by resource name (`hugepages-2Mi`), in bytes.
     pub hugepages: Vec<(String, i64)>,
-    /// Hard eviction thresholds taken off capacity for allocatable (upstream's formula with
-    /// no reserved resources).
+    /// `systemReserved` + `kubeReserved` (and `reservedSystemCPUs`), taken off capacity for
+    /// allocatable.
+    pub reserved: crate::config::reserved::Reserved,
+    /// Hard eviction thresholds taken off capacity for allocatable, after the reservations.
     pub memory_hard_threshold_bytes: i64,
     /// The `nodefs.available` hard threshold in bytes, taken off `ephemeral-storage`.
     pub nodefs_hard_threshold_bytes: i64,
@@ -120,8 +122,8 @@ pub fn labels(facts: &NodeFacts) -> BTreeMap<String, String> {
     labels
 }
 
-/// Capacity and allocatable: allocatable is capacity minus the hard eviction thresholds and
-/// the huge pages (no reserved resources are configured).
+/// Capacity and allocatable, upstream's formula: allocatable is capacity minus the
+/// reservations, the hard eviction thresholds and the huge pages, never below zero.
 pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
     let mut capacity: BTreeMap<String, Quantity> = [
         (
@@ -145,13 +147,26 @@ pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<Str
         hugepages_total = hugepages_total.saturating_add(*bytes);
     }
     let mut allocatable = capacity.clone();
+    let reserved = &facts.reserved;
+    allocatable.insert(
+        "cpu".into(),
+        Quantity(format!(
+            "{}m",
+            facts
+                .cpu_capacity_millis
+                .saturating_sub(reserved.cpu_millis)
+                .max(0)
+        )),
+    );
     allocatable.insert(
         "memory".into(),
         binary_quantity(
             facts
                 .memory_capacity_bytes
+                .saturating_sub(reserved.memory_bytes)
                 .saturating_sub(facts.memory_hard_threshold_bytes)
-                .saturating_sub(hugepages_total),
+                .saturating_sub(hugepages_total)
+                .max(0),
         ),
     );
     allocatable.insert(
@@ -159,7 +174,9 @@ pub fn resources(facts: &NodeFacts) -> (BTreeMap<String, Quantity>, BTreeMap<Str
         binary_quantity(
             facts
                 .nodefs_capacity_bytes
-                .saturating_sub(facts.nodefs_hard_threshold_bytes),
+                .saturating_sub(reserved.ephemeral_storage_bytes)
+                .saturating_sub(facts.nodefs_hard_threshold_bytes)
+                .max(0),
         ),
     );
     (capacity, allocatable)
@@ -339,5 +356,49 @@ impl NodeView {
             ready.1
         };
         Some(node(facts, &self.pressure, &readiness, since))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::reserved::Reserved;
+
+    #[test]
+    fn allocatable_is_capacity_less_reservations_thresholds_and_huge_pages() {
+        let gib = 1i64 << 30;
+        let facts = NodeFacts {
+            max_pods: 110,
+            memory_capacity_bytes: 8 * gib,
+            cpu_capacity_millis: 4000,
+            nodefs_capacity_bytes: 100 * gib,
+            hugepages: vec![("hugepages-2Mi".into(), gib)],
+            reserved: Reserved {
+                cpu_millis: 500,
+                memory_bytes: gib,
+                ephemeral_storage_bytes: 10 * gib,
+                pids: 0,
+            },
+            memory_hard_threshold_bytes: 100 << 20,
+            nodefs_hard_threshold_bytes: 10 * gib,
+            ..Default::default()
+        };
+        let (capacity, allocatable) = resources(&facts);
+        assert_eq!(capacity["cpu"], Quantity("4000m".into()));
+        assert_eq!(allocatable["cpu"], Quantity("3500m".into()));
+        assert_eq!(
+            allocatable["memory"],
+            binary_quantity(6 * gib - (100 << 20))
+        );
+        assert_eq!(allocatable["ephemeral-storage"], binary_quantity(80 * gib));
+        assert_eq!(allocatable["pods"], capacity["pods"]);
+        let starved = NodeFacts {
+            reserved: Reserved {
+                cpu_millis: 9000,
+                ..Default::default()
+            },
+            ..facts
+        };
+        assert_eq!(resources(&starved).1["cpu"], Quantity("0m".into()));
     }
 }

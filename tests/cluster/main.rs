@@ -18,3 +18,4 @@ mod kubelet_api;
 mod node;
 mod pods;
 mod static_pods;
+mod workloads;

@@ -195,7 +195,7 @@ pub async fn run_status(
                 last_conditions.insert(type_, status);
             }
         }
-        if status_changed(&last_reported, &current) || last_report_at.elapsed() >= report {
+        if report_due(&last_reported, &current, last_report_at.elapsed(), report) {
             let patch = status_patch(&current);
             match heartbeat(nodes.patch_status(
                 &name,
@@ -222,6 +222,17 @@ pub async fn run_status(
         }
         tokio::time::sleep(jittered(update)).await;
     }
+}
+
+/// Whether the node status is patched now: it changed since the last report, or `report`
+/// (`nodeStatusReportFrequency`) has passed since then even though nothing changed.
+fn report_due(
+    last_reported: &Node,
+    current: &Node,
+    since_report: Duration,
+    report: Duration,
+) -> bool {
+    status_changed(last_reported, current) || since_report >= report
 }
 
 /// `period` stretched by up to 4 %, as upstream's `wait.JitterUntil(…, 0.04)`.
@@ -316,6 +327,26 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn an_unchanged_status_is_reported_once_the_report_period_passed() {
+        let ms = Duration::from_millis;
+        let before = node_with(&[("Ready", "True", 1)]);
+        let beat = node_with(&[("Ready", "True", 2)]);
+        let unready = node_with(&[("Ready", "False", 2)]);
+        assert!(
+            !report_due(&before, &beat, ms(40), ms(50)),
+            "a heartbeat alone waits"
+        );
+        assert!(
+            report_due(&before, &beat, ms(50), ms(50)),
+            "the period passed"
+        );
+        assert!(
+            report_due(&before, &unready, ms(0), ms(50)),
+            "a change goes at once"
+        );
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "clusterDomain",
     "allowedUnsafeSysctls",
     "configMapAndSecretChangeDetectionStrategy",
+    "systemReserved",
+    "kubeReserved",
+    "reservedSystemCPUs",
+    "enforceNodeAllocatable",
     "tlsCertFile",
     "tlsPrivateKeyFile",
     "authentication",
@@ -160,6 +164,18 @@ pub struct KubeletConfiguration {
     pub allowed_unsafe_sysctls: Vec<String>,
     /// How the configMaps and secrets of running pods are kept current.
     pub config_map_and_secret_change_detection_strategy: ChangeDetectionStrategy,
+    /// Resources kept for the operating system (`cpu`, `memory`, `ephemeral-storage`, `pid`):
+    /// taken off allocatable.
+    pub system_reserved: BTreeMap<String, String>,
+    /// Resources kept for the node agent and the runtime, as `systemReserved`.
+    pub kube_reserved: BTreeMap<String, String>,
+    /// CPUs (a cpuset list, `0-1`) kept for the system; their count replaces the `cpu` of
+    /// both reservations.
+    #[serde(rename = "reservedSystemCPUs")]
+    pub reserved_system_cpus: String,
+    /// `pods` (the default) limits the `kubepods` cgroup to capacity minus the reservations;
+    /// `none` does not.
+    pub enforce_node_allocatable: Vec<String>,
     /// Log format and verbosity (`--logging-format`, `-v`, `--vmodule` override it).
     pub logging: LoggingConfiguration,
     /// OTLP export of spans; absent (the default) exports nothing.
@@ -205,6 +221,10 @@ impl Default for KubeletConfiguration {
             cluster_domain: String::new(),
             allowed_unsafe_sysctls: Vec::new(),
             config_map_and_secret_change_detection_strategy: ChangeDetectionStrategy::Watch,
+            system_reserved: BTreeMap::new(),
+            kube_reserved: BTreeMap::new(),
+            reserved_system_cpus: String::new(),
+            enforce_node_allocatable: vec!["pods".into()],
             tls_cert_file: None,
             tls_private_key_file: None,
             authentication: KubeletAuthentication::default(),
@@ -336,6 +356,7 @@ impl KubeletConfiguration {
         if self.max_pods <= 0 {
             return field("maxPods", "must be greater than 0");
         }
+        super::reserved::validate(self)?;
         for (name, value) in [
             ("fileCheckFrequency", self.file_check_frequency),
             ("syncFrequency", self.sync_frequency),

@@ -13,6 +13,8 @@ use wasmlet_plugin_host::{ExecFn, ExecOutput, PodScope, ProbeOutcome, ProbeReque
 
 /// A scoped exec for plugins: runs in a container of this pod only, through CRI ExecSync, on
 /// the runtime of the calling task (plugins run on blocking threads, which may block on it).
+/// The call ends at `timeout` to the millisecond whatever the runtime does (CRI counts whole
+/// seconds): the request is dropped, which cancels it, and the runtime kills the command.
 pub fn exec_fn(cri: CriClient, containers: Arc<HashMap<String, String>>) -> Option<ExecFn> {
     let handle = tokio::runtime::Handle::try_current().ok()?;
     Some(Arc::new(
@@ -20,8 +22,15 @@ pub fn exec_fn(cri: CriClient, containers: Arc<HashMap<String, String>>) -> Opti
             let id = containers
                 .get(container)
                 .ok_or_else(|| format!("container {container:?} is not running"))?;
+            let call = cri.exec_sync(id, command.to_vec(), timeout);
             let response = handle
-                .block_on(cri.exec_sync(id, command.to_vec(), timeout))
+                .block_on(async { tokio::time::timeout(timeout, call).await })
+                .map_err(|_| {
+                    format!(
+                        "exec in {container:?}: the deadline of {} ms passed",
+                        timeout.as_millis()
+                    )
+                })?
                 .map_err(|e| format!("exec in {container:?}: {e}"))?;
             let cap = |mut bytes: Vec<u8>| {
                 bytes.truncate(16 * 1024);
