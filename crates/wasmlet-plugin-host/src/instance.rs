@@ -248,11 +248,11 @@ impl LoadedPlugin {
         }
     }
 
-    /// A fresh instance, configured.
-    fn instantiate(&self) -> Result<Warm, Fault> {
+    /// A fresh instance, configured, by `deadline`: a cold start is part of the call that
+    /// needs it and ends with it.
+    fn instantiate(&self, deadline: Instant) -> Result<Warm, Fault> {
         let mut store = self.new_store()?;
         let now = Instant::now();
-        let deadline = now + self.deadline();
         let deadline_ms = self.arm(&mut store, deadline, now);
         let config = self.spec.config_json.as_str();
         let pre = &self.pre;
@@ -293,7 +293,7 @@ impl LoadedPlugin {
     /// What the host runs before swapping a version in: a fresh instance, `configure` and
     /// `self-check` under the plugin's limits. The instance is kept warm when it passes.
     pub fn validate(&self) -> Result<(), Fault> {
-        let mut warm = self.instantiate()?;
+        let mut warm = self.instantiate(Instant::now() + self.deadline())?;
         let now = Instant::now();
         let deadline = now + self.deadline();
         let deadline_ms = self.arm(&mut warm.store, deadline, now);
@@ -329,10 +329,6 @@ impl LoadedPlugin {
         ) -> CallFuture<'a, R>,
     ) -> Result<R, Fault> {
         let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
-        let mut warm = match slot.take() {
-            Some(warm) => warm,
-            None => self.instantiate()?,
-        };
         let mut scope = scope;
         let own = now + self.deadline();
         let deadline = match scope.as_mut() {
@@ -341,6 +337,10 @@ impl LoadedPlugin {
                 scope.deadline
             }
             None => own,
+        };
+        let mut warm = match slot.take() {
+            Some(warm) => warm,
+            None => self.instantiate(deadline)?,
         };
         {
             let state = warm.store.data_mut();
