@@ -14,6 +14,7 @@ pub mod housekeeping;
 pub mod network;
 pub mod node;
 pub mod pod;
+pub mod psi;
 pub mod resource_metrics;
 pub mod summary;
 pub mod text_format;

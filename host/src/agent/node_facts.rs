@@ -1,12 +1,12 @@
 //! The node's fixed facts for its status: capacity from the machine, what allocatable keeps
 //! back (the reservations and the hard eviction thresholds), identity and software. When
 //! `enforceNodeAllocatable` lists `pods`, the `kubepods` cgroup is limited here, once, before
-//! any pod starts.
+//! any pod starts. Which pressure stall information the node reports is logged here too.
 
 use crate::config::eviction::Threshold;
 use crate::config::NodeConfig;
 use crate::node_status::NodeFacts;
-use tracing::warn;
+use tracing::{info, warn};
 use wasmlet_policy_default::Signal;
 
 /// The facts of the node `config` describes; `runtime_version` as `<name>://<version>`.
@@ -16,6 +16,7 @@ pub(super) fn node_facts(
     runtime_version: String,
 ) -> NodeFacts {
     let kubelet = &config.kubelet;
+    info!("this node reports {}", crate::stats::psi::availability());
     let memory_capacity = crate::machine::machine_memory_bytes();
     let nodefs_capacity =
         crate::stats::fs::of(&config.root_dir).map_or(0, |fs| fs.capacity_bytes as i64);

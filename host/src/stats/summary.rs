@@ -14,6 +14,7 @@ pub use types::*;
 use super::cpu::{self, UsageNanoCores};
 use super::network::{self, InterfaceCounters, DEFAULT_INTERFACE};
 use super::pod::dir_usage;
+use super::psi::{self, Resource};
 use super::{cgroup, fs, node, StatsError};
 use crate::cri::{api, labels, CriClient, Labels};
 use crate::resources::QosClass;
@@ -155,6 +156,7 @@ impl SummaryProvider {
                 time: r.time.clone(),
                 usage_nano_cores: self.cpu.rate("/", unix_nanos(r.now), total),
                 usage_core_nano_seconds: Some(total),
+                psi: psi::node(Resource::Cpu),
             }),
             memory: Some(MemoryStats {
                 time: r.time.clone(),
@@ -164,6 +166,7 @@ impl SummaryProvider {
                 rss_bytes: counters.rss,
                 page_faults: counters.page_faults,
                 major_page_faults: counters.major_page_faults,
+                psi: psi::node(Resource::Memory),
             }),
             network: None,
             fs: None,
@@ -173,6 +176,10 @@ impl SummaryProvider {
                 time: r.time.clone(),
                 swap_available_bytes: Some(free),
                 swap_usage_bytes: Some(total.saturating_sub(free)),
+            }),
+            io: psi::node(Resource::Io).map(|pressure| IoStats {
+                time: r.time.clone(),
+                psi: Some(pressure),
             }),
         };
         if r.full {
@@ -204,7 +211,10 @@ impl SummaryProvider {
             name: name.to_string(),
             start_time: cgroup::created(parent).map_or_else(|| r.time.clone(), api_time),
             cpu: self.cgroup_cpu(parent, r),
-            memory: Some(cgroup_memory_stats(&r.time, &memory)),
+            memory: Some(MemoryStats {
+                psi: psi::cgroup(parent, Resource::Memory),
+                ..cgroup_memory_stats(&r.time, &memory)
+            }),
             rootfs: None,
             logs: None,
             swap: None,
@@ -218,6 +228,7 @@ impl SummaryProvider {
             time: r.time.clone(),
             usage_nano_cores: self.cpu.rate(parent, unix_nanos(r.now), total),
             usage_core_nano_seconds: Some(total),
+            psi: psi::cgroup(parent, Resource::Cpu),
         })
     }
 
@@ -318,6 +329,7 @@ impl SummaryProvider {
                 time: api_time_of(at).unwrap_or_else(|| r.time.clone()),
                 usage_nano_cores: rate,
                 usage_core_nano_seconds: Some(total),
+                psi: None,
             })
         });
         let memory = stats.and_then(|s| s.memory.as_ref()).map(|m| {
@@ -331,6 +343,7 @@ impl SummaryProvider {
                 rss_bytes: value(&m.rss_bytes),
                 page_faults: value(&m.page_faults),
                 major_page_faults: value(&m.major_page_faults),
+                psi: None,
             }
         });
         let (rootfs, logs) = if r.full {
@@ -433,6 +446,7 @@ fn cgroup_memory_stats(time: &Time, memory: &cgroup::CgroupMemory) -> MemoryStat
         rss_bytes: memory.counters.rss,
         page_faults: memory.counters.page_faults,
         major_page_faults: memory.counters.major_page_faults,
+        psi: None,
     }
 }
 

@@ -20,6 +20,20 @@ fn fs(time: &Time) -> FsStats {
     )
 }
 
+/// PSI whose `some` line averages `avg10` over every window, with `full` at half of it.
+fn pressure(avg10: f64) -> PsiStats {
+    let line = |avg: f64| PsiData {
+        total: 1_000_000,
+        avg10: avg,
+        avg60: avg,
+        avg300: avg,
+    };
+    PsiStats {
+        some: line(avg10),
+        full: line(avg10 / 2.0),
+    }
+}
+
 /// A summary with every field set once, as a full `/stats/summary` has them.
 pub(crate) fn sample() -> Summary {
     let t = at(1_700_000_000);
@@ -27,6 +41,7 @@ pub(crate) fn sample() -> Summary {
         time: t.clone(),
         usage_nano_cores: Some(250_000_000),
         usage_core_nano_seconds: Some(12_500_000_000),
+        psi: None,
     };
     let memory = MemoryStats {
         time: t.clone(),
@@ -36,6 +51,7 @@ pub(crate) fn sample() -> Summary {
         rss_bytes: Some(3 << 20),
         page_faults: Some(100),
         major_page_faults: Some(1),
+        psi: None,
     };
     Summary {
         node: NodeStats {
@@ -50,9 +66,13 @@ pub(crate) fn sample() -> Summary {
                 swap: None,
             }],
             start_time: at(1_600_000_000),
-            cpu: Some(cpu.clone()),
+            cpu: Some(CpuStats {
+                psi: Some(pressure(1.5)),
+                ..cpu.clone()
+            }),
             memory: Some(MemoryStats {
                 available_bytes: Some(1 << 30),
+                psi: Some(pressure(2.5)),
                 ..memory.clone()
             }),
             network: Some(network_stats(
@@ -80,6 +100,10 @@ pub(crate) fn sample() -> Summary {
                 time: t.clone(),
                 swap_available_bytes: Some(0),
                 swap_usage_bytes: Some(0),
+            }),
+            io: Some(IoStats {
+                time: t.clone(),
+                psi: Some(pressure(3.5)),
             }),
         },
         pods: vec![PodStats {
@@ -121,16 +145,32 @@ fn the_json_has_upstreams_names() {
     assert_eq!(node["nodeName"], "node-a");
     assert_eq!(node["startTime"], "2020-09-13T12:26:40Z");
     assert_eq!(node["systemContainers"][0]["name"], "pods");
+    // PSI as KEP-4205 shapes it: `full` and `some`, each total (ns) and three averages.
+    let psi = |avg: f64| {
+        let half = avg / 2.0;
+        json!({"full": {"total": 1_000_000, "avg10": half, "avg60": half, "avg300": half},
+               "some": {"total": 1_000_000, "avg10": avg, "avg60": avg, "avg300": avg}})
+    };
     assert_eq!(
         node["cpu"],
         json!({"time": "2023-11-14T22:13:20Z", "usageNanoCores": 250_000_000u64,
-               "usageCoreNanoSeconds": 12_500_000_000u64})
+               "usageCoreNanoSeconds": 12_500_000_000u64, "psi": psi(1.5)})
     );
     assert_eq!(
         node["memory"],
         json!({"time": "2023-11-14T22:13:20Z", "availableBytes": 1u64 << 30,
                "usageBytes": 8u64 << 20, "workingSetBytes": 4u64 << 20, "rssBytes": 3u64 << 20,
-               "pageFaults": 100, "majorPageFaults": 1})
+               "pageFaults": 100, "majorPageFaults": 1, "psi": psi(2.5)})
+    );
+    assert_eq!(
+        node["io"],
+        json!({"time": "2023-11-14T22:13:20Z", "psi": psi(3.5)})
+    );
+    assert!(
+        value["pods"][0]["containers"][0]["cpu"]
+            .get("psi")
+            .is_none(),
+        "no PSI is left out, not zero"
     );
     // The default interface is inline, beside the list of all of them.
     assert_eq!(
@@ -197,6 +237,7 @@ fn an_empty_node_has_an_empty_pod_list() {
             runtime: None,
             rlimit: None,
             swap: None,
+            io: None,
         },
         pods: Vec::new(),
     };

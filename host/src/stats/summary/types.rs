@@ -47,6 +47,9 @@ pub struct NodeStats {
     /// The node's swap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap: Option<SwapStats>,
+    /// The node's I/O pressure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoStats>,
 }
 
 /// The PID limit and the processes running, for `pid.available`.
@@ -205,6 +208,42 @@ pub struct CpuStats {
     /// CPU time since the cgroup or container was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_core_nano_seconds: Option<u64>,
+    /// CPU pressure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
+}
+
+/// Pressure stall information of one resource, upstream's `PSIStats`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiStats {
+    /// Time all non-idle tasks stalled at once.
+    pub full: PsiData,
+    /// Time at least one task stalled.
+    pub some: PsiData,
+}
+
+/// One PSI line, upstream's `PSIData`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiData {
+    /// Stalled time since boot (or the cgroup's creation), in nanoseconds.
+    pub total: u64,
+    /// Percent of the last 10 s stalled.
+    pub avg10: f64,
+    /// Percent of the last 60 s stalled.
+    pub avg60: f64,
+    /// Percent of the last 300 s stalled.
+    pub avg300: f64,
+}
+
+/// I/O, upstream's `IOStats`: only its pressure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IoStats {
+    /// When this was read.
+    pub time: Time,
+    /// I/O pressure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
 }
 
 /// Memory usage.
@@ -231,6 +270,9 @@ pub struct MemoryStats {
     /// Major page faults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub major_page_faults: Option<u64>,
+    /// Memory pressure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiStats>,
 }
 
 /// Swap usage.

@@ -1,0 +1,148 @@
+//! Pressure stall information (PSI, the kernel's `Documentation/accounting/psi.rst`): the share
+//! of time tasks waited for CPU, memory or I/O. The node's comes from
+//! `/proc/pressure/{cpu,memory,io}`; a cgroup's from cgroup v2's `<resource>.pressure` files.
+//! cgroup v1 has no per-cgroup pressure, so there only the node's is read ([`availability`]
+//! says which, once, at start-up).
+
+use super::summary::{PsiData, PsiStats};
+use std::path::Path;
+
+/// The resources PSI covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// Runnable tasks waiting for a CPU.
+    Cpu,
+    /// Tasks waiting on reclaim, swap-in or thrashing page cache.
+    Memory,
+    /// Tasks waiting on block I/O.
+    Io,
+}
+
+impl Resource {
+    /// The file name the kernel uses (`cpu`, `memory`, `io`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Cpu => "cpu",
+            Resource::Memory => "memory",
+            Resource::Io => "io",
+        }
+    }
+}
+
+/// Where this machine has PSI, as a sentence for the start-up log.
+pub fn availability() -> &'static str {
+    let node = Path::new("/proc/pressure/memory").exists();
+    let cgroups = Path::new(crate::cgroups::CGROUP_ROOT)
+        .join("cgroup.controllers")
+        .exists();
+    match (node, cgroups) {
+        (true, true) => "node, pod and container pressure stall information (cgroup v2)",
+        (true, false) => "node pressure stall information only: per-pod and per-container PSI needs cgroup v2, and this machine has cgroup v1",
+        (false, _) => "no pressure stall information: the kernel has none (/proc/pressure is absent; boot with psi=1)",
+    }
+}
+
+/// The node's PSI for `resource`; `None` when the kernel has none.
+pub fn node(resource: Resource) -> Option<PsiStats> {
+    let text = std::fs::read_to_string(format!("/proc/pressure/{}", resource.name())).ok()?;
+    parse(&text).ok()
+}
+
+/// The PSI of cgroup `parent` (`/kubepods/burstable/pod<uid>`) for `resource`, from cgroup
+/// v2; `None` on cgroup v1 or when the cgroup is gone.
+pub fn cgroup(parent: &str, resource: Resource) -> Option<PsiStats> {
+    let path = Path::new(crate::cgroups::CGROUP_ROOT)
+        .join(parent.trim_start_matches('/'))
+        .join(format!("{}.pressure", resource.name()));
+    parse(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Parses a pressure file: a `some` line and (since Linux 5.13 also for CPU) a `full` line of
+/// `avg10=… avg60=… avg300=… total=…`, the total in microseconds. A missing `full` line reads
+/// as zero, as cAdvisor reads it.
+pub fn parse(text: &str) -> Result<PsiStats, String> {
+    let mut stats = PsiStats::default();
+    let mut some_seen = false;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (kind, fields) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("pressure line {line:?} has no fields"))?;
+        let slot = match kind {
+            "some" => {
+                some_seen = true;
+                &mut stats.some
+            }
+            "full" => &mut stats.full,
+            other => return Err(format!("pressure line starts with {other:?}")),
+        };
+        *slot = data(fields).map_err(|why| format!("pressure line {line:?}: {why}"))?;
+    }
+    if !some_seen {
+        return Err("no \"some\" line".into());
+    }
+    Ok(stats)
+}
+
+fn data(fields: &str) -> Result<PsiData, String> {
+    let mut out = PsiData::default();
+    for field in fields.split_whitespace() {
+        let (key, value) = field
+            .split_once('=')
+            .ok_or_else(|| format!("{field:?} is not key=value"))?;
+        let number = || {
+            value
+                .parse::<f64>()
+                .map_err(|_| format!("{key}={value:?} is not a number"))
+        };
+        match key {
+            "avg10" => out.avg10 = number()?,
+            "avg60" => out.avg60 = number()?,
+            "avg300" => out.avg300 = number()?,
+            "total" => {
+                let micros: u64 = value
+                    .parse()
+                    .map_err(|_| format!("total={value:?} is not a whole number"))?;
+                out.total = micros.saturating_mul(1000);
+            }
+            // Fields a later kernel may add are not ours to refuse.
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pressure_files_parse_with_totals_in_nanoseconds() {
+        let text = "some avg10=15.98 avg60=12.02 avg300=11.88 total=2231233872\n\
+                    full avg10=0.39 avg60=0.19 avg300=0.10 total=62662403\n";
+        let stats = parse(text).expect("parses");
+        assert_eq!(stats.some.avg10, 15.98);
+        assert_eq!(stats.some.total, 2_231_233_872_000);
+        assert_eq!(stats.full.avg300, 0.10);
+        assert_eq!(stats.full.total, 62_662_403_000);
+        // A kernel before 5.13 has no `full` line for CPU.
+        let cpu = parse("some avg10=1.00 avg60=0.50 avg300=0.25 total=10\n").expect("parses");
+        assert_eq!(cpu.full, PsiData::default());
+        for bad in [
+            "",
+            "full avg10=1 total=2\n",
+            "some avg10=x total=1\n",
+            "most avg10=1\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn this_machine_reads_as_its_kernel_reports() {
+        // /proc/pressure exists on every kernel these tests run on with PSI; where it does
+        // not, the reading is None and the availability sentence says so.
+        let present = Path::new("/proc/pressure/memory").exists();
+        assert_eq!(node(Resource::Memory).is_some(), present);
+        assert_eq!(availability().starts_with("no "), !present);
+    }
+}
