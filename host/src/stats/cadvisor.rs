@@ -61,6 +61,8 @@ pub struct Subject {
     pub fs: Vec<FsUsage>,
     /// When it started: the runtime's creation time for containers, else the cgroup's.
     pub start_time: Option<SystemTime>,
+    /// Its pressure stall information (the node's for `/`; cgroup v2 only otherwise).
+    pub pressure: super::psi::Pressure,
 }
 
 /// The machine, as cAdvisor's `MachineInfo` labels it (read once: it does not change).
@@ -124,6 +126,9 @@ struct Families {
     spec_cpu_quota: Family,
     spec_cpu_shares: Family,
     spec_memory_limit: Family,
+    /// `container_pressure_<resource>_{waiting,stalled}_seconds_total`: PSI's `some` and
+    /// `full` totals, cpu, memory and io.
+    pressure: [(Family, Family); 3],
     network: [(Family, Pick); 8],
 }
 
@@ -208,6 +213,44 @@ impl Families {
                 "Memory limit for the container.",
                 Gauge,
             ),
+            pressure: [
+                (
+                    Family::new(
+                        "container_pressure_cpu_waiting_seconds_total",
+                        "Total time duration tasks in the container have waited due to CPU congestion.",
+                        Counter,
+                    ),
+                    Family::new(
+                        "container_pressure_cpu_stalled_seconds_total",
+                        "Total time duration no tasks in the container could make progress due to CPU congestion.",
+                        Counter,
+                    ),
+                ),
+                (
+                    Family::new(
+                        "container_pressure_memory_waiting_seconds_total",
+                        "Total time duration tasks in the container have waited due to memory congestion.",
+                        Counter,
+                    ),
+                    Family::new(
+                        "container_pressure_memory_stalled_seconds_total",
+                        "Total time duration no tasks in the container could make progress due to memory congestion.",
+                        Counter,
+                    ),
+                ),
+                (
+                    Family::new(
+                        "container_pressure_io_waiting_seconds_total",
+                        "Total time duration tasks in the container have waited due to IO congestion.",
+                        Counter,
+                    ),
+                    Family::new(
+                        "container_pressure_io_stalled_seconds_total",
+                        "Total time duration no tasks in the container could make progress due to IO congestion.",
+                        Counter,
+                    ),
+                ),
+            ],
             network: [
                 (
                     net(
@@ -308,6 +351,18 @@ impl Families {
             );
         }
 
+        for ((waiting, stalled), (_, reading)) in
+            self.pressure.iter_mut().zip(subject.pressure.each())
+        {
+            let Some(reading) = reading else { continue };
+            for (family, data) in [(waiting, &reading.some), (stalled, &reading.full)] {
+                family.series.push(Series {
+                    labels: base.clone(),
+                    value: data.total as f64 / 1e9,
+                    timestamp_ms: Some(at_ms),
+                });
+            }
+        }
         self.last_seen.series.push(Series {
             labels: base.clone(),
             value: (at_ms / 1000) as f64,
@@ -374,6 +429,10 @@ impl Families {
             self.spec_cpu_shares,
             self.spec_memory_limit,
         ];
+        for (waiting, stalled) in self.pressure {
+            families.push(waiting);
+            families.push(stalled);
+        }
         families.extend(self.network.into_iter().map(|(family, _)| family));
         families
     }

@@ -57,6 +57,50 @@ pub fn cgroup(parent: &str, resource: Resource) -> Option<PsiStats> {
     parse(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+/// The three pressures of one cgroup (or of the node), each absent where it cannot be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pressure {
+    /// CPU pressure.
+    pub cpu: Option<PsiStats>,
+    /// Memory pressure.
+    pub memory: Option<PsiStats>,
+    /// I/O pressure.
+    pub io: Option<PsiStats>,
+}
+
+impl Pressure {
+    /// The node's, from `/proc/pressure`.
+    pub fn node() -> Self {
+        Self {
+            cpu: node(Resource::Cpu),
+            memory: node(Resource::Memory),
+            io: node(Resource::Io),
+        }
+    }
+
+    /// A cgroup v2 directory's `<resource>.pressure` files.
+    pub fn in_dir(dir: &Path) -> Self {
+        let read = |r: Resource| {
+            let text = std::fs::read_to_string(dir.join(format!("{}.pressure", r.name())));
+            parse(&text.ok()?).ok()
+        };
+        Self {
+            cpu: read(Resource::Cpu),
+            memory: read(Resource::Memory),
+            io: read(Resource::Io),
+        }
+    }
+
+    /// Each resource with its reading, in the order cAdvisor writes them.
+    pub fn each(&self) -> [(Resource, Option<&PsiStats>); 3] {
+        [
+            (Resource::Cpu, self.cpu.as_ref()),
+            (Resource::Memory, self.memory.as_ref()),
+            (Resource::Io, self.io.as_ref()),
+        ]
+    }
+}
+
 /// Parses a pressure file: a `some` line and (since Linux 5.13 also for CPU) a `full` line of
 /// `avg10=… avg60=… avg300=… total=…`, the total in microseconds. A missing `full` line reads
 /// as zero, as cAdvisor reads it.

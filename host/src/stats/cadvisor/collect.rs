@@ -169,6 +169,7 @@ impl CadvisorProvider {
                 .map(|(device, used_bytes)| FsUsage { device, used_bytes })
                 .collect(),
             start_time: node::boot_time().ok(),
+            pressure: crate::stats::psi::Pressure::node(),
         }
     }
 }
@@ -222,6 +223,7 @@ pub(super) fn pod_subjects(
                     ..Labels::default()
                 },
                 cgroup: read_cgroup(h, parent)?,
+                pressure: h.pressure(parent),
                 ..Subject::default()
             })
         })
@@ -253,6 +255,7 @@ pub(super) fn pod_subjects(
             subjects.push(Subject {
                 labels: pod_labels.clone(),
                 cgroup,
+                pressure: h.pressure(&pod_cgroup),
                 ..Subject::default()
             });
         }
@@ -270,6 +273,7 @@ pub(super) fn pod_subjects(
                     .and_then(&netns_of)
                     .unwrap_or_default(),
                 start_time: system_time(sandbox.created_at),
+                pressure: h.pressure(&sandbox_cgroup),
                 ..Subject::default()
             });
         }
@@ -300,6 +304,7 @@ pub(super) fn pod_subjects(
                 .into_iter()
                 .collect();
             subjects.push(Subject {
+                pressure: h.pressure(&id),
                 labels: Labels {
                     id,
                     name: container.id.clone(),

@@ -274,3 +274,39 @@ fn a_failed_listing_is_a_scrape_error_with_the_machine_still_served() {
     assert!(text.contains("\nmachine_cpu_cores{"), "{text}");
     assert!(!text.contains("container_memory"), "{text}");
 }
+
+#[test]
+fn cgroup_v2_pressure_files_give_cadvisors_pressure_series_and_v1_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    v2_tree(dir.path());
+    let container = dir.path().join(CONTAINER.trim_start_matches('/'));
+    let pressure = "some avg10=1.00 avg60=0.50 avg300=0.25 total=1500000\n\
+                    full avg10=0.50 avg60=0.25 avg300=0.10 total=250000\n";
+    for resource in ["cpu", "memory", "io"] {
+        std::fs::write(container.join(format!("{resource}.pressure")), pressure).expect("write");
+    }
+    let h = Hierarchies::detect(dir.path());
+    let mounts = crate::stats::fs::Mounts::parse(MOUNTINFO);
+    let text = encode(
+        &machine(),
+        &pod_subjects(&h, &runtime(), &mounts, eth0),
+        AT_MS,
+        false,
+    );
+    for resource in ["cpu", "memory", "io"] {
+        for (kind, seconds) in [("waiting", "1.5"), ("stalled", "0.25")] {
+            let name = format!("container_pressure_{resource}_{kind}_seconds_total");
+            let line = format!("{name}{{{C}}} {seconds} {AT_MS}");
+            assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
+            assert!(text.contains(&format!("# TYPE {name} counter")), "{text}");
+        }
+    }
+    // The pod cgroup has no pressure files in the fixture: no series for it.
+    assert!(!text.contains(&format!(
+        "container_pressure_cpu_waiting_seconds_total{{container=\"\",id=\"{POD}\""
+    )));
+    assert!(
+        !scrape(v1_tree).contains("container_pressure_"),
+        "cgroup v1 has no per-cgroup pressure"
+    );
+}

@@ -47,6 +47,15 @@ impl Hierarchies {
         }
     }
 
+    /// The pressure stall information of `cgroup`: cgroup v2's pressure files; none on v1,
+    /// which has no per-cgroup pressure.
+    pub fn pressure(&self, cgroup: &str) -> crate::stats::psi::Pressure {
+        if self.v1 {
+            return Default::default();
+        }
+        crate::stats::psi::Pressure::in_dir(&self.memory.join(cgroup.trim_start_matches('/')))
+    }
+
     /// The host's hierarchies under `/sys/fs/cgroup`.
     pub fn host() -> Self {
         Self::detect(Path::new(CGROUP_ROOT))
