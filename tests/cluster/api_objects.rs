@@ -91,15 +91,10 @@ spec:
     assert_eq!(log, "hello s3cret blue");
 
     // An update of the configMap reaches the volume of the running pod.
-    c.kubectl_ok(&[
-        "-n",
-        &ns,
-        "patch",
-        "configmap",
-        "settings",
-        "-p",
-        r#"{"data":{"greeting":"bonjour"}}"#,
-    ]);
+    let patch = |body: &str| {
+        c.kubectl_ok(&["-n", &ns, "patch", "configmap", "settings", "-p", body]);
+    };
+    patch(r#"{"data":{"greeting":"bonjour"}}"#);
     c.wait_for(
         &node,
         "the updated configMap in the volume",
@@ -107,15 +102,7 @@ spec:
         || (read("kubernetes.io~configmap/settings/greeting") == "bonjour").then_some(()),
     );
     // A key deleted from the configMap leaves the volume.
-    c.kubectl_ok(&[
-        "-n",
-        &ns,
-        "patch",
-        "configmap",
-        "settings",
-        "-p",
-        r#"{"data":{"color":null}}"#,
-    ]);
+    patch(r#"{"data":{"color":null}}"#);
     c.wait_for(
         &node,
         "the deleted key gone from the volume",

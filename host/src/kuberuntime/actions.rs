@@ -200,20 +200,30 @@ fn resize_if_changed(
             name: container.name.clone(),
             id: running.id.clone(),
         }),
-        Resize::Restart => {
-            actions.kill.push(KillAction {
-                name: container.name.clone(),
-                id: running.id.clone(),
-                reason: KillReason::ResizeRestart,
-            });
-            actions.start.push(StartAction {
-                name: container.name.clone(),
-                init,
-                attempt: runtime_status::attempt(running) + 1,
-                failed_at: None,
-            });
-        }
+        Resize::Restart => replace(actions, container, running, KillReason::ResizeRestart, init),
     }
+}
+
+/// Kills the running `running` of `container` for `reason` and starts its next attempt in
+/// the same sync.
+fn replace(
+    actions: &mut PodActions,
+    container: &Container,
+    running: &api::ContainerStatus,
+    reason: KillReason,
+    init: bool,
+) {
+    actions.kill.push(KillAction {
+        name: container.name.clone(),
+        id: running.id.clone(),
+        reason,
+    });
+    actions.start.push(StartAction {
+        name: container.name.clone(),
+        init,
+        attempt: runtime_status::attempt(running) + 1,
+        failed_at: None,
+    });
 }
 
 /// Decides one sync, as upstream's `computePodActions`: the sandbox first, then the first
@@ -289,17 +299,7 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
                     continue;
                 }
                 if spec_changed(container, c) {
-                    actions.kill.push(KillAction {
-                        name: container.name.clone(),
-                        id: c.id.clone(),
-                        reason: KillReason::SpecChanged,
-                    });
-                    actions.start.push(StartAction {
-                        name: container.name.clone(),
-                        init: false,
-                        attempt: runtime_status::attempt(c) + 1,
-                        failed_at: None,
-                    });
+                    replace(&mut actions, container, c, KillReason::SpecChanged, false);
                 } else {
                     resize_if_changed(input, &mut actions, container, c, false);
                 }
