@@ -13,6 +13,7 @@ mod linux_resources;
 pub mod pod_config;
 pub mod resize;
 mod sandbox;
+mod sub_path_expr;
 mod sync;
 mod termination_message;
 

@@ -30,3 +30,12 @@ pub fn requests_and_limits(
     }
     (requests, limits)
 }
+
+/// A container's requests and limits, empty ones left out, as the status reports them and an
+/// in-place resize compares them.
+pub fn spec_resources(container: &k8s_openapi::api::core::v1::Container) -> ResourceRequirements {
+    let mut resources = container.resources.clone().unwrap_or_default();
+    resources.requests = resources.requests.filter(|r| !r.is_empty());
+    resources.limits = resources.limits.filter(|l| !l.is_empty());
+    resources
+}

@@ -120,25 +120,16 @@ fn container_status(
         started: Some(running && probed.is_none_or(|p| p.started)),
         state: Some(state),
         last_state: Some(last_state.unwrap_or_default()),
-        allocated_resources: spec_resources(container).requests,
+        allocated_resources: crate::resources::spec_resources(container).requests,
         resources: latest.filter(|_| running).map(|c| {
             input
                 .applied
                 .get(&c.id)
                 .cloned()
-                .unwrap_or_else(|| spec_resources(container))
+                .unwrap_or_else(|| crate::resources::spec_resources(container))
         }),
         ..Default::default()
     }
-}
-
-/// A container's requests and limits, empty ones left out, as the status reports them and an
-/// in-place resize compares them.
-pub fn spec_resources(container: &Container) -> ResourceRequirements {
-    let mut resources = container.resources.clone().unwrap_or_default();
-    resources.requests = resources.requests.filter(|r| !r.is_empty());
-    resources.limits = resources.limits.filter(|l| !l.is_empty());
-    resources
 }
 
 /// Upstream's `getPhase` over app container statuses, with init containers first.

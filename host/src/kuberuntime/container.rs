@@ -98,7 +98,7 @@ impl RuntimeManager {
             .map_err(|error| error.to_string());
         let config = envs.and_then(|envs| {
             let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
-            let expanded = super::env::expand_sub_path_exprs(container, &envs)?;
+            let expanded = super::sub_path_expr::expand(container, &envs)?;
             let mut mounts = volumes::mounts(ctx.pod, &expanded, ctx.volume_paths, &pod_dir)
                 .map_err(|error| error.to_string())?;
             let hosts = super::etc_hosts::mount(

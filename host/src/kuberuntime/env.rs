@@ -425,49 +425,11 @@ pub fn expand(input: &str, vars: &HashMap<String, String>) -> String {
     expand_with(input, |name| vars.get(name).map(String::as_str))
 }
 
-/// `container` with each `subPathExpr` expanded from its environment `envs` into `subPath`,
-/// as upstream's `ExpandContainerVolumeMounts`: a reference to a variable that is unset or
-/// empty is an error, so a pod whose annotation is not there yet waits
-/// (`CreateContainerConfigError`) instead of mounting the wrong directory.
-pub fn expand_sub_path_exprs(
-    container: &Container,
-    envs: &[(String, String)],
-) -> Result<Container, String> {
-    let vars: HashMap<&str, &str> = envs
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_str()))
-        .collect();
-    let mut expanded = container.clone();
-    for mount in expanded.volume_mounts.iter_mut().flatten() {
-        let Some(expr) = mount.sub_path_expr.take().filter(|e| !e.is_empty()) else {
-            continue;
-        };
-        let mut missing = Vec::new();
-        let sub_path = expand_with(&expr, |name| match vars.get(name) {
-            Some(value) if !value.is_empty() => Some(value),
-            _ => {
-                if !missing.iter().any(|m| m == name) {
-                    missing.push(name.to_string());
-                }
-                None
-            }
-        });
-        if !missing.is_empty() {
-            missing.sort();
-            return Err(format!(
-                "volumeMount {:?} of container {:?}: subPathExpr {expr:?}: missing value for {}",
-                mount.name,
-                container.name,
-                missing.join(", ")
-            ));
-        }
-        mount.sub_path = Some(sub_path);
-    }
-    Ok(expanded)
-}
-
 /// [`expand`] over any lookup.
-fn expand_with<'v>(input: &str, mut lookup: impl FnMut(&str) -> Option<&'v str>) -> String {
+pub(super) fn expand_with<'v>(
+    input: &str,
+    mut lookup: impl FnMut(&str) -> Option<&'v str>,
+) -> String {
     let mut out = String::with_capacity(input.len());
     let mut rest = input;
     while let Some(pos) = rest.find('$') {

@@ -13,7 +13,7 @@
 use super::sync::SyncOutcome;
 use super::{RuntimeManager, SYNC_ERROR_RETRY};
 use crate::events::{EventType, ObjectRef};
-pub use crate::status::spec_resources;
+pub use crate::resources::spec_resources;
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use std::collections::HashMap;
 use tracing::{info, warn};

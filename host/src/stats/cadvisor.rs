@@ -14,6 +14,7 @@
 //! ([`super::housekeeping`]).
 
 mod collect;
+mod pressure;
 
 pub use collect::CadvisorProvider;
 
@@ -213,44 +214,7 @@ impl Families {
                 "Memory limit for the container.",
                 Gauge,
             ),
-            pressure: [
-                (
-                    Family::new(
-                        "container_pressure_cpu_waiting_seconds_total",
-                        "Total time duration tasks in the container have waited due to CPU congestion.",
-                        Counter,
-                    ),
-                    Family::new(
-                        "container_pressure_cpu_stalled_seconds_total",
-                        "Total time duration no tasks in the container could make progress due to CPU congestion.",
-                        Counter,
-                    ),
-                ),
-                (
-                    Family::new(
-                        "container_pressure_memory_waiting_seconds_total",
-                        "Total time duration tasks in the container have waited due to memory congestion.",
-                        Counter,
-                    ),
-                    Family::new(
-                        "container_pressure_memory_stalled_seconds_total",
-                        "Total time duration no tasks in the container could make progress due to memory congestion.",
-                        Counter,
-                    ),
-                ),
-                (
-                    Family::new(
-                        "container_pressure_io_waiting_seconds_total",
-                        "Total time duration tasks in the container have waited due to IO congestion.",
-                        Counter,
-                    ),
-                    Family::new(
-                        "container_pressure_io_stalled_seconds_total",
-                        "Total time duration no tasks in the container could make progress due to IO congestion.",
-                        Counter,
-                    ),
-                ),
-            ],
+            pressure: pressure::families(),
             network: [
                 (
                     net(
@@ -351,18 +315,7 @@ impl Families {
             );
         }
 
-        for ((waiting, stalled), (_, reading)) in
-            self.pressure.iter_mut().zip(subject.pressure.each())
-        {
-            let Some(reading) = reading else { continue };
-            for (family, data) in [(waiting, &reading.some), (stalled, &reading.full)] {
-                family.series.push(Series {
-                    labels: base.clone(),
-                    value: data.total as f64 / 1e9,
-                    timestamp_ms: Some(at_ms),
-                });
-            }
-        }
+        pressure::add(&mut self.pressure, &subject.pressure, &base, at_ms);
         self.last_seen.series.push(Series {
             labels: base.clone(),
             value: (at_ms / 1000) as f64,

@@ -7,12 +7,15 @@
 //! `usageNanoCores` needs two samples; [`SummaryProvider`] keeps the last one per cgroup and
 //! container between requests, so the first request after a start has no rate yet.
 
+mod convert;
 mod types;
 
 pub use types::*;
 
+use convert::{cgroup_memory_stats, network_stats, volume_stats};
+
 use super::cpu::{self, UsageNanoCores};
-use super::network::{self, InterfaceCounters, DEFAULT_INTERFACE};
+use super::network;
 use super::pod::dir_usage;
 use super::psi::{self, Resource};
 use super::{cgroup, fs, node, StatsError};
@@ -434,66 +437,6 @@ fn pod_cgroup(uid: &str) -> Option<String> {
     .into_iter()
     .map(|qos| qos.cgroup_parent(uid))
     .find(|parent| cgroup::exists(parent))
-}
-
-/// A cgroup's memory in the Summary API's terms.
-fn cgroup_memory_stats(time: &Time, memory: &cgroup::CgroupMemory) -> MemoryStats {
-    MemoryStats {
-        time: time.clone(),
-        available_bytes: memory.available(),
-        usage_bytes: Some(memory.usage),
-        working_set_bytes: Some(memory.working_set),
-        rss_bytes: memory.counters.rss,
-        page_faults: memory.counters.page_faults,
-        major_page_faults: memory.counters.major_page_faults,
-        psi: None,
-    }
-}
-
-/// A namespace's interfaces, `eth0` (when present) also inline as the default.
-fn network_stats(time: &Time, interfaces: Vec<InterfaceCounters>) -> NetworkStats {
-    let interfaces: Vec<InterfaceStats> = interfaces
-        .into_iter()
-        .map(|i| InterfaceStats {
-            name: i.name,
-            rx_bytes: Some(i.rx_bytes),
-            rx_errors: Some(i.rx_errors),
-            tx_bytes: Some(i.tx_bytes),
-            tx_errors: Some(i.tx_errors),
-        })
-        .collect();
-    NetworkStats {
-        time: time.clone(),
-        default_interface: interfaces
-            .iter()
-            .find(|i| i.name == DEFAULT_INTERFACE)
-            .cloned()
-            .unwrap_or_default(),
-        interfaces,
-    }
-}
-
-/// Every volume directory of a pod (`volumes/<plugin>/<name>`): its filesystem and usage.
-fn volume_stats(time: &Time, volumes_dir: &Path) -> Vec<VolumeStats> {
-    let mut volumes = Vec::new();
-    let Ok(plugins) = std::fs::read_dir(volumes_dir) else {
-        return volumes;
-    };
-    for plugin in plugins.flatten() {
-        let Ok(entries) = std::fs::read_dir(plugin.path()) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let (bytes, inodes) = dir_usage(&path);
-            volumes.push(VolumeStats {
-                fs: FsStats::on(time, fs::of(&path).ok().as_ref(), bytes, inodes),
-                name: entry.file_name().to_string_lossy().into_owned(),
-            });
-        }
-    }
-    volumes.sort_by(|a, b| a.name.cmp(&b.name));
-    volumes
 }
 
 /// The node's sandboxes, containers and container stats in the runtime, listed concurrently:

@@ -14,48 +14,6 @@ fn expansion_rules() {
     assert_eq!(expand("$$(A) $ $(A", &vars), "$(A) $ $(A");
 }
 
-#[test]
-fn sub_path_exprs_expand_from_the_environment_and_refuse_a_missing_value() {
-    use k8s_openapi::api::core::v1::VolumeMount;
-    let container = Container {
-        name: "app".into(),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "work".into(),
-                mount_path: "/sub".into(),
-                sub_path_expr: Some("$(ANNOTATION)/$(POD_NAME)".into()),
-                ..Default::default()
-            },
-            VolumeMount {
-                name: "work".into(),
-                mount_path: "/plain".into(),
-                sub_path: Some("fixed".into()),
-                ..Default::default()
-            },
-        ]),
-        ..Default::default()
-    };
-    let env = |annotation: &str| {
-        vec![
-            ("POD_NAME".to_string(), "foo".to_string()),
-            ("ANNOTATION".to_string(), annotation.to_string()),
-        ]
-    };
-    let expanded = expand_sub_path_exprs(&container, &env("mypath")).expect("expands");
-    let mounts = expanded.volume_mounts.unwrap_or_default();
-    assert_eq!(mounts[0].sub_path.as_deref(), Some("mypath/foo"));
-    assert_eq!(mounts[0].sub_path_expr, None);
-    assert_eq!(mounts[1].sub_path.as_deref(), Some("fixed"));
-    // An annotation that is not there yet reads as empty: the container waits for it.
-    assert_eq!(
-        expand_sub_path_exprs(&container, &env("")).err().as_deref(),
-        Some(
-            r#"volumeMount "work" of container "app": subPathExpr "$(ANNOTATION)/$(POD_NAME)": missing value for ANNOTATION"#
-        )
-    );
-    assert!(expand_sub_path_exprs(&container, &[]).is_err());
-}
-
 fn pod(namespace: &str, links: Option<bool>) -> Pod {
     Pod {
         metadata: ObjectMeta {

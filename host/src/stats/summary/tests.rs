@@ -1,4 +1,5 @@
 use super::*;
+use crate::stats::network::InterfaceCounters;
 use serde_json::{json, Value};
 
 fn at(seconds: i64) -> Time {
