@@ -102,8 +102,9 @@ impl Pressure {
 }
 
 /// Parses a pressure file: a `some` line and (since Linux 5.13 also for CPU) a `full` line of
-/// `avg10=… avg60=… avg300=… total=…`, the total in microseconds. A missing `full` line reads
-/// as zero, as cAdvisor reads it.
+/// `avg10=… avg60=… avg300=… total=…`. The total stays in the kernel's microseconds, as the
+/// kubelet passes cAdvisor's through (the Summary API's doc says nanoseconds; its values are
+/// not). A missing `full` line reads as zero, as cAdvisor reads it.
 pub fn parse(text: &str) -> Result<PsiStats, String> {
     let mut stats = PsiStats::default();
     let mut some_seen = false;
@@ -143,10 +144,9 @@ fn data(fields: &str) -> Result<PsiData, String> {
             "avg60" => out.avg60 = number()?,
             "avg300" => out.avg300 = number()?,
             "total" => {
-                let micros: u64 = value
+                out.total = value
                     .parse()
                     .map_err(|_| format!("total={value:?} is not a whole number"))?;
-                out.total = micros.saturating_mul(1000);
             }
             // Fields a later kernel may add are not ours to refuse.
             _ => {}
@@ -160,14 +160,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pressure_files_parse_with_totals_in_nanoseconds() {
+    fn pressure_files_parse_with_totals_in_microseconds() {
         let text = "some avg10=15.98 avg60=12.02 avg300=11.88 total=2231233872\n\
                     full avg10=0.39 avg60=0.19 avg300=0.10 total=62662403\n";
         let stats = parse(text).expect("parses");
         assert_eq!(stats.some.avg10, 15.98);
-        assert_eq!(stats.some.total, 2_231_233_872_000);
+        assert_eq!(stats.some.total, 2_231_233_872);
         assert_eq!(stats.full.avg300, 0.10);
-        assert_eq!(stats.full.total, 62_662_403_000);
+        assert_eq!(stats.full.total, 62_662_403);
         // A kernel before 5.13 has no `full` line for CPU.
         let cpu = parse("some avg10=1.00 avg60=0.50 avg300=0.25 total=10\n").expect("parses");
         assert_eq!(cpu.full, PsiData::default());

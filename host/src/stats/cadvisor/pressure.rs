@@ -35,7 +35,8 @@ pub(super) fn families() -> [(Family, Family); 3] {
     ]
 }
 
-/// Adds one subject's readings (those it has) under `labels`, in seconds.
+/// Adds one subject's readings (those it has) under `labels`, in seconds (the totals are
+/// microseconds, as cAdvisor's `asMicrosecondsToSeconds` reads them).
 pub(super) fn add(
     families: &mut [(Family, Family); 3],
     pressure: &Pressure,
@@ -47,7 +48,7 @@ pub(super) fn add(
         for (family, data) in [(waiting, &reading.some), (stalled, &reading.full)] {
             family.series.push(Series {
                 labels: labels.clone(),
-                value: data.total as f64 / 1e9,
+                value: data.total as f64 / 1e6,
                 timestamp_ms: Some(at_ms),
             });
         }

@@ -146,7 +146,7 @@ fn the_json_has_upstreams_names() {
     assert_eq!(node["nodeName"], "node-a");
     assert_eq!(node["startTime"], "2020-09-13T12:26:40Z");
     assert_eq!(node["systemContainers"][0]["name"], "pods");
-    // PSI as KEP-4205 shapes it: `full` and `some`, each total (ns) and three averages.
+    // PSI as KEP-4205 shapes it: `full` and `some`, each total (µs) and three averages.
     let psi = |avg: f64| {
         let half = avg / 2.0;
         json!({"full": {"total": 1_000_000, "avg10": half, "avg60": half, "avg300": half},

@@ -225,7 +225,8 @@ pub struct PsiStats {
 /// One PSI line, upstream's `PSIData`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PsiData {
-    /// Stalled time since boot (or the cgroup's creation), in nanoseconds.
+    /// Stalled time since boot (or the cgroup's creation), in microseconds as the kernel
+    /// counts it: what the kubelet serves, whatever upstream's doc comment says.
     pub total: u64,
     /// Percent of the last 10 s stalled.
     pub avg10: f64,
