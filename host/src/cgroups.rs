@@ -34,7 +34,7 @@ pub const PODS_CGROUP: &str = "kubepods";
 /// pods together never take what `systemReserved` and `kubeReserved` keep.
 pub fn limit_pods_cgroup(cpu_millis: i64, memory_bytes: i64) -> std::io::Result<()> {
     let root = Path::new(CGROUP_ROOT);
-    let shares = (cpu_millis.saturating_mul(1024) / 1000).clamp(2, 262_144);
+    let shares = crate::resources::milli_cpu_to_shares(cpu_millis);
     if root.join("cgroup.controllers").exists() {
         let dir = root.join(PODS_CGROUP);
         std::fs::create_dir_all(&dir)?;

@@ -13,6 +13,17 @@ use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
+/// The smallest cpu.shares, for a container or cgroup without a CPU request.
+pub const MIN_SHARES: i64 = 2;
+/// The largest cpu.shares, as upstream's `MilliCPUToShares` caps it.
+pub const MAX_SHARES: i64 = 262_144;
+
+/// CPU shares for `millis` of CPU, as upstream's `MilliCPUToShares`: 1024 a core, within
+/// [`MIN_SHARES`] and [`MAX_SHARES`].
+pub fn milli_cpu_to_shares(millis: i64) -> i64 {
+    (millis.saturating_mul(1024) / 1000).clamp(MIN_SHARES, MAX_SHARES)
+}
+
 /// A container's requests and limits, with a missing request defaulted to its limit as the
 /// API server defaults it.
 pub fn requests_and_limits(

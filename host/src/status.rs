@@ -110,6 +110,8 @@ fn container_status(
     };
     let running = state.running.is_some();
     let probed = input.probes.get(&container.name);
+    // What the spec asks for: allocated, and what runs until a resize says otherwise.
+    let spec = crate::resources::spec_resources(container);
     ContainerStatus {
         name: container.name.clone(),
         image: container.image.clone().unwrap_or_default(),
@@ -120,14 +122,10 @@ fn container_status(
         started: Some(running && probed.is_none_or(|p| p.started)),
         state: Some(state),
         last_state: Some(last_state.unwrap_or_default()),
-        allocated_resources: crate::resources::spec_resources(container).requests,
-        resources: latest.filter(|_| running).map(|c| {
-            input
-                .applied
-                .get(&c.id)
-                .cloned()
-                .unwrap_or_else(|| crate::resources::spec_resources(container))
-        }),
+        resources: latest
+            .filter(|_| running)
+            .map(|c| input.applied.get(&c.id).unwrap_or(&spec).clone()),
+        allocated_resources: spec.requests,
         ..Default::default()
     }
 }

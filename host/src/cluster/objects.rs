@@ -37,6 +37,7 @@ use tracing::{debug, warn};
 /// How long a configMap or secret (strategy `Cache`, upstream's default TTL) or a Service
 /// list is served from the cache.
 pub const OBJECT_TTL: Duration = Duration::from_secs(60);
+
 struct Cached<T> {
     value: T,
     fetched: Instant,
@@ -76,8 +77,8 @@ fn store<K: Eq + Hash, T>(cache: &Cache<K, T>, key: K, value: T, ttl: Duration) 
 pub struct KubeObjectSource {
     clients: ApiClients,
     strategy: ChangeDetectionStrategy,
-    /// How long a configMap or secret answer is reused (strategies `Cache` and `Get`) and a
-    /// Service list is (before the Service store has listed).
+    /// How long a configMap or secret answer is reused (strategy `Cache`) and a Service list
+    /// is (before the Service store has listed).
     ttl: Duration,
     watched_config_maps: watched::Watched<ConfigMap>,
     watched_secrets: watched::Watched<Secret>,
@@ -138,12 +139,8 @@ impl KubeObjectSource {
         name: &str,
     ) -> Result<Arc<K>, ObjectError> {
         let key = (namespace.to_string(), name.to_string());
-        let ttl = match self.strategy {
-            ChangeDetectionStrategy::Cache => self.ttl,
-            ChangeDetectionStrategy::Watch | ChangeDetectionStrategy::Get => Duration::ZERO,
-        };
-        if self.strategy == ChangeDetectionStrategy::Watch {
-            match watched.lookup(namespace, name) {
+        match self.strategy {
+            ChangeDetectionStrategy::Watch => match watched.lookup(namespace, name) {
                 watched::Lookup::Found(object) => return Ok(object),
                 watched::Lookup::Gone => {
                     return Err(ObjectError::NotFound {
@@ -153,9 +150,13 @@ impl KubeObjectSource {
                     })
                 }
                 watched::Lookup::Unknown => {}
+            },
+            ChangeDetectionStrategy::Cache => {
+                if let Some(object) = fresh(cache, &key, self.ttl) {
+                    return Ok(object);
+                }
             }
-        } else if let Some(object) = fresh(cache, &key, ttl) {
-            return Ok(object);
+            ChangeDetectionStrategy::Get => {}
         }
         let api: Api<K> = Api::namespaced(self.clients.main.clone(), namespace);
         let object = through_graph_lag(|| self.clients.call(api.get(name)))
@@ -164,8 +165,8 @@ impl KubeObjectSource {
         let object = Arc::new(object);
         match self.strategy {
             ChangeDetectionStrategy::Watch => watched.keep(&self.clients.main, object.clone()),
-            _ if !ttl.is_zero() => store(cache, key, object.clone(), ttl),
-            _ => {}
+            ChangeDetectionStrategy::Cache => store(cache, key, object.clone(), self.ttl),
+            ChangeDetectionStrategy::Get => {}
         }
         debug!(
             kind = kind.resource(),

@@ -152,7 +152,7 @@ impl RuntimeManager {
                     format!("Created container: {}", container.name),
                 );
                 outcome.touched.push(id.clone());
-                let resources = super::resize::spec_resources(container);
+                let resources = crate::resources::spec_resources(container);
                 outcome.applied.push((id.clone(), resources));
                 id
             }

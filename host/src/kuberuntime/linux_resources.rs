@@ -1,7 +1,9 @@
 //! The cgroup values a container gets from its requests and limits, as upstream's
 //! `kuberuntime_container_linux.go`: CPU shares and quota, the memory limit and the OOM score.
 
-use crate::resources::{bytes, cpu_millis, requests_and_limits, QosClass, QuantityError};
+use crate::resources::{
+    bytes, cpu_millis, milli_cpu_to_shares, requests_and_limits, QosClass, QuantityError,
+};
 use k8s_openapi::api::core::v1::Container;
 
 /// The numbers CRI's `LinuxContainerResources` takes, derived from one container's spec.
@@ -15,9 +17,6 @@ pub struct LinuxResources {
 }
 
 const CPU_PERIOD: i64 = 100_000;
-const MIN_SHARES: i64 = 2;
-/// The largest cpu.shares, as upstream's `MilliCPUToShares` caps it.
-const MAX_SHARES: i64 = 262_144;
 const MIN_QUOTA: i64 = 1000;
 
 /// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
@@ -33,12 +32,7 @@ pub fn linux_resources(
     let cpu_limit = limits.get("cpu").map(cpu_millis).transpose()?;
     let memory_request = requests.get("memory").map(bytes).transpose()?.unwrap_or(0);
     let memory_limit = limits.get("memory").map(bytes).transpose()?.unwrap_or(0);
-    let cpu_shares = match cpu_request {
-        Some(milli) if milli > 0 => {
-            (milli.saturating_mul(1024) / 1000).clamp(MIN_SHARES, MAX_SHARES)
-        }
-        _ => MIN_SHARES,
-    };
+    let cpu_shares = milli_cpu_to_shares(cpu_request.unwrap_or(0));
     let cpu_quota = match cpu_limit {
         Some(milli) if milli > 0 => (milli.saturating_mul(CPU_PERIOD) / 1000).max(MIN_QUOTA),
         _ => 0,
@@ -106,7 +100,7 @@ mod tests {
             &[("cpu", max)],
         );
         let r = linux_resources(&c, QosClass::Burstable, 1 << 30).unwrap();
-        assert_eq!(r.cpu_shares, MAX_SHARES);
+        assert_eq!(r.cpu_shares, crate::resources::MAX_SHARES);
         assert!(r.cpu_quota >= MIN_QUOTA, "{}", r.cpu_quota);
         assert_eq!(r.oom_score_adj, 2);
     }

@@ -13,9 +13,10 @@
 use super::sync::SyncOutcome;
 use super::{RuntimeManager, SYNC_ERROR_RETRY};
 use crate::events::{EventType, ObjectRef};
-pub use crate::resources::spec_resources;
+use crate::resources::spec_resources;
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
-use std::collections::HashMap;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use std::collections::{BTreeMap, HashMap};
 use tracing::{info, warn};
 
 /// The resources that take part in an in-place resize.
@@ -58,11 +59,7 @@ impl RuntimeManager {
         id: &str,
         outcome: &mut SyncOutcome,
     ) {
-        let qos = pod
-            .spec
-            .as_ref()
-            .map(crate::resources::qos_class)
-            .unwrap_or(crate::resources::QosClass::BestEffort);
+        let qos = crate::resources::pod_qos(pod);
         let values =
             super::linux_resources::linux_resources(container, qos, self.node.machine_memory_bytes);
         let result = match values {
@@ -116,14 +113,9 @@ pub fn decide(container: &Container, applied: Option<&ResourceRequirements>) -> 
     if wanted == *applied {
         return Resize::None;
     }
-    let value = |r: &ResourceRequirements, side: bool, name: &str| {
-        let map = if side { &r.requests } else { &r.limits };
-        map.as_ref().and_then(|m| m.get(name)).map(|q| q.0.clone())
-    };
     let changed = |name: &str| {
-        [true, false]
-            .iter()
-            .any(|side| value(&wanted, *side, name) != value(applied, *side, name))
+        entry(&wanted.requests, name) != entry(&applied.requests, name)
+            || entry(&wanted.limits, name) != entry(&applied.limits, name)
     };
     let restart = RESIZABLE.into_iter().filter(|n| changed(n)).any(|name| {
         container
@@ -139,12 +131,15 @@ pub fn decide(container: &Container, applied: Option<&ResourceRequirements>) -> 
     }
 }
 
+/// The quantity of `name` in a requests or limits list.
+fn entry<'a>(list: &'a Option<BTreeMap<String, Quantity>>, name: &str) -> Option<&'a Quantity> {
+    list.as_ref().and_then(|m| m.get(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ContainerResizePolicy;
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    use std::collections::BTreeMap;
 
     fn container(cpu: &str, memory: &str, memory_policy: &str) -> Container {
         let list: BTreeMap<String, Quantity> = [

@@ -27,6 +27,11 @@ impl Resource {
             Resource::Io => "io",
         }
     }
+
+    /// A cgroup v2 directory's file for it (`memory.pressure`).
+    fn cgroup_file(self) -> String {
+        format!("{}.pressure", self.name())
+    }
 }
 
 /// Where this machine has PSI, as a sentence for the start-up log.
@@ -44,16 +49,18 @@ pub fn availability() -> &'static str {
 
 /// The node's PSI for `resource`; `None` when the kernel has none.
 pub fn node(resource: Resource) -> Option<PsiStats> {
-    let text = std::fs::read_to_string(format!("/proc/pressure/{}", resource.name())).ok()?;
-    parse(&text).ok()
+    read(Path::new("/proc/pressure").join(resource.name()))
 }
 
 /// The PSI of cgroup `parent` (`/kubepods/burstable/pod<uid>`) for `resource`, from cgroup
 /// v2; `None` on cgroup v1 or when the cgroup is gone.
 pub fn cgroup(parent: &str, resource: Resource) -> Option<PsiStats> {
-    let path = Path::new(crate::cgroups::CGROUP_ROOT)
-        .join(parent.trim_start_matches('/'))
-        .join(format!("{}.pressure", resource.name()));
+    let dir = Path::new(crate::cgroups::CGROUP_ROOT).join(parent.trim_start_matches('/'));
+    read(dir.join(resource.cgroup_file()))
+}
+
+/// One pressure file, parsed; `None` when it cannot be read or parsed.
+fn read(path: impl AsRef<Path>) -> Option<PsiStats> {
     parse(&std::fs::read_to_string(path).ok()?).ok()
 }
 
@@ -80,14 +87,11 @@ impl Pressure {
 
     /// A cgroup v2 directory's `<resource>.pressure` files.
     pub fn in_dir(dir: &Path) -> Self {
-        let read = |r: Resource| {
-            let text = std::fs::read_to_string(dir.join(format!("{}.pressure", r.name())));
-            parse(&text.ok()?).ok()
-        };
+        let of = |r: Resource| read(dir.join(r.cgroup_file()));
         Self {
-            cpu: read(Resource::Cpu),
-            memory: read(Resource::Memory),
-            io: read(Resource::Io),
+            cpu: of(Resource::Cpu),
+            memory: of(Resource::Memory),
+            io: of(Resource::Io),
         }
     }
 

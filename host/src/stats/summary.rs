@@ -148,6 +148,7 @@ impl SummaryProvider {
         let total = cpu::node_usage_ns()?;
         let memory = node::memory()?;
         let counters = node::memory_counters();
+        let pressure = psi::Pressure::node();
         let mut stats = NodeStats {
             node_name: self.node_name.clone(),
             system_containers: self
@@ -159,7 +160,7 @@ impl SummaryProvider {
                 time: r.time.clone(),
                 usage_nano_cores: self.cpu.rate("/", unix_nanos(r.now), total),
                 usage_core_nano_seconds: Some(total),
-                psi: psi::node(Resource::Cpu),
+                psi: pressure.cpu,
             }),
             memory: Some(MemoryStats {
                 time: r.time.clone(),
@@ -169,7 +170,7 @@ impl SummaryProvider {
                 rss_bytes: counters.rss,
                 page_faults: counters.page_faults,
                 major_page_faults: counters.major_page_faults,
-                psi: psi::node(Resource::Memory),
+                psi: pressure.memory,
             }),
             network: None,
             fs: None,
@@ -180,9 +181,9 @@ impl SummaryProvider {
                 swap_available_bytes: Some(free),
                 swap_usage_bytes: Some(total.saturating_sub(free)),
             }),
-            io: psi::node(Resource::Io).map(|pressure| IoStats {
+            io: pressure.io.map(|io| IoStats {
                 time: r.time.clone(),
-                psi: Some(pressure),
+                psi: Some(io),
             }),
         };
         if r.full {

@@ -542,10 +542,7 @@ fn as_created(pod: &Pod, runtime: &PodRuntimeStatus) -> AppliedResources {
             .chain(spec.init_containers.iter().flatten())
             .find(|s| s.name == name);
         if let Some(container) = container {
-            applied.record(
-                c.id.clone(),
-                super::super::resize::spec_resources(container),
-            );
+            applied.record(c.id.clone(), crate::resources::spec_resources(container));
         }
     }
     applied
