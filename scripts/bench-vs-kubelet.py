@@ -75,11 +75,12 @@ def control_plane_bin(name):
 
 
 def kubelet_binary():
-    out = subprocess.run(["bash", "-c", "ls -d /var/cache/wasmlet/control-plane/kubernetes-*/bin/kubelet"],
-                         capture_output=True, text=True, check=True).stdout.split()
-    if not out:
-        sys.exit("no kubelet built: run scripts/control-plane.sh build")
-    return out[-1]
+    # Built once per version (a cache outside the checkout), then only looked up.
+    out = subprocess.run([str(ROOT / "scripts/control-plane.sh"), "build-kubelet"],
+                         capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.split():
+        sys.exit("scripts/control-plane.sh build-kubelet failed:\n" + out.stderr)
+    return out.stdout.split()[-1] + "/kubelet"
 
 
 # ---------------------------------------------------------------- pods

@@ -196,6 +196,8 @@ AGENT_PIDS=()
 NODE_DIRS=()
 STARTED_CP=0
 CLUSTER=""
+# The kubelet binary of an `--agent kubelet` run (scripts/control-plane.sh build-kubelet).
+KUBELET_BIN=""
 
 is_alive() {
   local state
@@ -316,7 +318,7 @@ start_node() {
     # The kubelet wants its cgroupRoot present in every hierarchy; teardown removes it empty.
     local hierarchy
     for hierarchy in /sys/fs/cgroup/*/; do mkdir -p "$hierarchy/conformance-$i"; done
-    cmd=("$CLUSTER/bin/kubelet" --config "$agent_dir/config.yaml" --cert-dir "$agent_dir/pki")
+    cmd=("$KUBELET_BIN" --config "$agent_dir/config.yaml" --cert-dir "$agent_dir/pki")
   fi
   cmd+=(--root-dir "$agent_dir/root" --hostname-override "$name" --kubeconfig "$kubeconfig")
   "${cmd[@]}" >"$agent_dir/$AGENT.log" 2>&1 </dev/null &
@@ -383,6 +385,8 @@ cmd_run() {
   if [ "$AGENT" = wasmlet ]; then
     scripts/build-plugins.sh >&2
     cargo build --release --bin wasmlet >&2
+  else
+    KUBELET_BIN="$(scripts/control-plane.sh build-kubelet | tail -n 1)/kubelet"
   fi
   CLUSTER="$WORK/cluster"
   mkdir -p "$WORK" "$REPORT"

@@ -3,6 +3,9 @@
 #
 #   scripts/control-plane.sh build              build etcd, the Kubernetes binaries and metrics-server
 #                                               once per version; prints their bin directories
+#                                               (and the kubelet's, once build-kubelet has made it)
+#   scripts/control-plane.sh build-kubelet      build the upstream kubelet once per version (for the
+#                                               side-by-side runs); prints its bin directory
 #   scripts/control-plane.sh start DIR [NODE]   start etcd, kube-apiserver, controller-manager,
 #                                               scheduler, kube-proxy and metrics-server with state
 #                                               under DIR
@@ -50,8 +53,11 @@ CACHE="${WASMLET_CP_CACHE:-/var/cache/wasmlet/control-plane}"
 BIN_DIR="$CACHE/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION/bin"
 METRICS_SERVER_VERSION="${WASMLET_METRICS_SERVER_VERSION:-v0.9.0}"
 MS_BIN_DIR="$CACHE/metrics-server-$METRICS_SERVER_VERSION/bin"
-# The Kubernetes commands built from k8s.io/kubernetes; kubelet only for the side-by-side benchmark.
-KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl kubelet)
+# The Kubernetes commands a control plane needs, built from k8s.io/kubernetes by `build`.
+KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+# The kubelet is only for the side-by-side runs (conformance.sh --agent kubelet, the benchmark):
+# `build-kubelet` builds it into a cache of its own, so a CI run does not pay for it.
+KUBELET_BIN_DIR="$CACHE/kubelet-$KUBE_VERSION/bin"
 
 log() { printf 'control-plane: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -75,6 +81,9 @@ build_etcd() {
 # replaces it with ./staging/src/..., which only works inside its own repository. The wrapper
 # module replaces each of them with its published v0.X.Y; the list comes from the release's go.mod.
 build_kubernetes() {
+  local out=$1
+  shift
+  local commands=("$@")
   local work="$CACHE/src/kubernetes-$KUBE_VERSION"
   local staging_version="v0.${KUBE_VERSION#v1.}"
   mkdir -p "$work"
@@ -111,12 +120,12 @@ build_kubernetes() {
       echo "package tools"
       echo
       echo "import ("
-      for cmd in "${KUBE_COMMANDS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/$cmd\""; done
+      for cmd in "${KUBE_COMMANDS[@]}" kubelet; do echo "	_ \"k8s.io/kubernetes/cmd/$cmd\""; done
       echo ")"
     } >tools.go
     GOFLAGS=-mod=mod go mod tidy
     local pkgs=()
-    for cmd in "${KUBE_COMMANDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
+    for cmd in "${commands[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
     local ldflags="-s -w"
     ldflags+=" -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
     ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
@@ -125,7 +134,7 @@ build_kubernetes() {
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitMajor=1"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.partial/" "${pkgs[@]}"
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}"
   )
 }
 
@@ -162,10 +171,33 @@ cmd_build() {
   command -v go >/dev/null || die "go not found: this machine kind provides Go"
   build_control_plane
   ensure_metrics_server
+  if [ -x "$KUBELET_BIN_DIR/kubelet" ]; then echo "$KUBELET_BIN_DIR"; fi
+}
+
+# Prints the directory holding the kubelet, building it first unless it is cached. A control-plane
+# cache of the layout that built the kubelet with the rest lends its copy.
+cmd_build_kubelet() {
+  command -v go >/dev/null || die "go not found: this machine kind provides Go"
+  if [ -x "$KUBELET_BIN_DIR/kubelet" ]; then
+    log "cached: $KUBELET_BIN_DIR"
+  else
+    rm -rf "$KUBELET_BIN_DIR.partial"
+    mkdir -p "$KUBELET_BIN_DIR.partial"
+    if [ -x "$BIN_DIR/kubelet" ]; then
+      cp "$BIN_DIR/kubelet" "$KUBELET_BIN_DIR.partial/kubelet"
+    else
+      log "building the kubelet $KUBE_VERSION"
+      build_kubernetes "$KUBELET_BIN_DIR.partial" kubelet
+    fi
+    rm -rf "$KUBELET_BIN_DIR"
+    mv "$KUBELET_BIN_DIR.partial" "$KUBELET_BIN_DIR"
+    log "built into $KUBELET_BIN_DIR"
+  fi
+  echo "$KUBELET_BIN_DIR"
 }
 
 build_control_plane() {
-  if [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/etcd" ] && [ -x "$BIN_DIR/kubelet" ]; then
+  if [ -x "$BIN_DIR/kube-apiserver" ] && [ -x "$BIN_DIR/etcd" ] && [ -x "$BIN_DIR/kubectl" ]; then
     log "cached: $BIN_DIR"
     echo "$BIN_DIR"
     return
@@ -175,7 +207,7 @@ build_control_plane() {
   log "building etcd $ETCD_VERSION"
   build_etcd
   log "building Kubernetes $KUBE_VERSION: ${KUBE_COMMANDS[*]}"
-  build_kubernetes
+  build_kubernetes "$BIN_DIR.partial" "${KUBE_COMMANDS[@]}"
   rm -rf "$BIN_DIR"
   mv "$BIN_DIR.partial" "$BIN_DIR"
   log "built into $BIN_DIR"
@@ -893,9 +925,10 @@ cmd_stop() {
 
 case "${1:-}" in
   build) cmd_build ;;
+  build-kubelet) cmd_build_kubelet ;;
   start) cmd_start "${2:-}" "${3:-}" ;;
   stop) cmd_stop "${2:-}" ;;
   status) cmd_status "${2:-}" ;;
   node-kubeconfig) cmd_node_kubeconfig "${2:-}" "${3:-}" ;;
-  *) die "usage: $0 build | start DIR [NODE_NAME] | stop DIR | status DIR | node-kubeconfig DIR NODE_NAME" ;;
+  *) die "usage: $0 build | build-kubelet | start DIR [NODE_NAME] | stop DIR | status DIR | node-kubeconfig DIR NODE_NAME" ;;
 esac
