@@ -44,6 +44,26 @@ on_exit() {
 }
 trap on_exit EXIT
 
+# Cargo's target directories live outside the clone, keyed by the checkout's path, so a clean
+# clone at a path that has been built before starts warm and two checkouts never share
+# artefacts. A checkout that already has its own target/ keeps it. WASMLET_CARGO_CACHE= (empty)
+# turns this off; only the three most recently used keys are kept.
+CARGO_CACHE=${WASMLET_CARGO_CACHE-/var/cache/wasmlet/cargo-target}
+if [ -n "$CARGO_CACHE" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
+  key=$(pwd -P | sha256sum | cut -c1-16)
+  for tree in target plugins/target tests/guests/target; do
+    if [ ! -e "$tree" ] && [ ! -L "$tree" ]; then
+      mkdir -p "$CARGO_CACHE/$key/$tree"
+      ln -s "$CARGO_CACHE/$key/$tree" "$tree"
+    fi
+  done
+  if [ -d "$CARGO_CACHE/$key" ]; then
+    touch "$CARGO_CACHE/$key"
+    # shellcheck disable=SC2012 # the keys are hex names
+    ls -1t "$CARGO_CACHE" | tail -n +4 | while read -r old; do rm -rf "${CARGO_CACHE:?}/$old"; done
+  fi
+fi
+
 # The grpc probe tests need a gRPC health server in the test image (busybox has none): built
 # here, statically linked against glibc, and added to wasmlet-test:local by setup-node.sh.
 step "test image server: grpc_health_server (static)"
