@@ -286,6 +286,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
                 kubelet.eviction_max_pod_grace_period.max(0) as u64
             ),
             monitoring_period: config.wasmlet.eviction_monitoring_period,
+            psi_eviction_window: config.wasmlet.psi_eviction_window,
+            node_pressure_path: config.wasmlet.node_pressure_path.clone(),
             root_dir: config.root_dir.clone(),
             pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
             node_name: config.node_name.clone(),

@@ -8,6 +8,7 @@
 pub mod decision_log;
 mod evict;
 pub mod pressure;
+mod psi_watch;
 pub mod signals;
 pub mod snapshot;
 
@@ -67,6 +68,10 @@ pub struct EvictionConfig {
     pub pod_logs_dir: PathBuf,
     /// Only this node's containers are measured.
     pub node_name: String,
+    /// At most one eviction asked for on pressure stall information per window.
+    pub psi_eviction_window: Duration,
+    /// Where the node's PSI is read (`nodePressurePath`, `/proc/pressure` by default).
+    pub node_pressure_path: PathBuf,
 }
 
 /// The eviction manager: one `synchronize` per monitoring period.
@@ -105,6 +110,8 @@ pub(crate) struct CycleState {
     first_observed: HashMap<usize, Instant>,
     /// When each condition was last seen.
     last_observed: HashMap<Condition, Instant>,
+    /// When a plugin's pressure decision last evicted a pod (`psi_eviction_window`).
+    last_psi_eviction: Option<Instant>,
 }
 
 impl EvictionManager {
@@ -166,7 +173,8 @@ impl EvictionManager {
             (met, active)
         };
         if met.is_empty() || active.is_empty() {
-            return Ok(());
+            // No threshold acts: a plugin that watches pressure may still ask to evict.
+            return self.watch_pressure(cycle).await;
         }
         // Memory first, as upstream sorts thresholds.
         let mut active = active;

@@ -1,5 +1,5 @@
 // Package plugin is the Go SDK for wasmlet plugins: the records of the contract
-// (wit/, package wasmlet:plugin@0.1.1) as Go structs, one interface per world,
+// (wit/, package wasmlet:plugin@0.1.2) as Go structs, one interface per world,
 // the host's functions, config parsing and the upstream default policies.
 //
 // A plugin is a `main` package that implements one interface (EvictionPolicy,

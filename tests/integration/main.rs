@@ -15,6 +15,7 @@ mod metrics;
 mod plugin_pods;
 mod plugins_api;
 mod pods;
+mod pressure_eviction;
 mod probes;
 mod restart_safety;
 mod restarts;

@@ -1,6 +1,6 @@
 //! Contract evolution: a component built against the previous `wasmlet:plugin` version
 //! (`wit/history/0.1.0`, the guest `guest-contract-0-1-0`) is served beside current ones by a
-//! host at 0.1.1, and a current one uses what 0.1.1 added (`host.log-enabled`).
+//! host at 0.1.2, and a current one uses what 0.1.1 added (`host.log-enabled`).
 
 use super::*;
 
@@ -36,7 +36,7 @@ fn a_plugin_of_the_previous_contract_serves_beside_current_ones() {
         "{report:#}"
     );
 
-    // The 0.1.0 plugin decides (its imports, host.log and pod-meta, answered by the 0.1.1
+    // The 0.1.0 plugin decides (its imports, host.log and pod-meta, answered by the 0.1.2
     // host), and the current one ranks the same snapshot as its shadow.
     let mut rng = Lcg(7);
     let mut snapshot = snapshot(&mut rng, 12, policy::Signal::MemoryAvailable);

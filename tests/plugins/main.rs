@@ -13,6 +13,7 @@ mod hostile;
 mod metrics;
 mod oci;
 mod pod_access;
+mod pressure;
 mod probe;
 mod rollout;
 mod swap;

@@ -13,6 +13,21 @@ pub mod eviction {
     });
 }
 
+/// `pressure-eviction-policy` (0.1.2): `eviction-policy` plus the optional `pressure-watch`
+/// export, probed for when an eviction plugin loads.
+pub mod pressure {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "pressure-eviction-policy",
+        exports: { default: async },
+        with: {
+            "wasmlet:plugin/types": crate::bindings::eviction::wasmlet::plugin::types,
+            "wasmlet:plugin/host": crate::bindings::eviction::wasmlet::plugin::host,
+            "wasmlet:plugin/pod-meta": crate::bindings::eviction::wasmlet::plugin::pod_meta,
+        },
+    });
+}
+
 pub mod gc {
     wasmtime::component::bindgen!({
         path: "../../wit",
@@ -138,6 +153,31 @@ pub mod convert {
             pid_capacity: n.pid_capacity,
             nodefs_capacity_bytes: n.nodefs_capacity_bytes,
             imagefs_capacity_bytes: n.imagefs_capacity_bytes,
+        }
+    }
+
+    fn psi_line(l: &policy::PsiLine) -> types::PsiLine {
+        types::PsiLine {
+            avg10: l.avg10,
+            avg60: l.avg60,
+            avg300: l.avg300,
+            total_us: l.total_us,
+        }
+    }
+
+    fn psi_resource(r: &policy::PsiResource) -> types::PsiResource {
+        types::PsiResource {
+            some: psi_line(&r.some),
+            full: psi_line(&r.full),
+        }
+    }
+
+    pub fn node_psi(p: &policy::NodePsi) -> types::NodePsi {
+        types::NodePsi {
+            cpu: psi_resource(&p.cpu),
+            memory: psi_resource(&p.memory),
+            io: psi_resource(&p.io),
+            read_unix_ms: p.read_unix_ms,
         }
     }
 

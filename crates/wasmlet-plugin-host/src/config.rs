@@ -11,9 +11,9 @@ const KIND: &str = "PluginConfiguration";
 
 /// The `wasmlet:plugin` contract version this host serves (`wit/`); components built against an
 /// earlier 0.1.x link too (see `wit/README.md`).
-pub const CONTRACT_VERSION: &str = "0.1.1";
+pub const CONTRACT_VERSION: &str = "0.1.2";
 
-/// The four plugin worlds of `wasmlet:plugin@0.1.1`.
+/// The four plugin worlds of `wasmlet:plugin@0.1.2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum World {
@@ -99,6 +99,10 @@ pub struct Capabilities {
     /// serves); none by default, so a plugin cannot run commands in pods unless granted.
     #[serde(default)]
     pub exec: Vec<String>,
+    /// An eviction plugin's pressure decisions (`pressure-watch`) may evict a `Guaranteed`
+    /// pod whose usage is within its requests; without it the host skips such pods.
+    #[serde(default)]
+    pub evict_guaranteed: bool,
 }
 
 impl Capabilities {
@@ -488,6 +492,12 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
             return Err(error(
                 place("capabilities.exec"),
                 "only probe-handler and lifecycle-hooks plugins reach a pod's containers".into(),
+            ));
+        }
+        if capabilities.evict_guaranteed && spec.world != World::EvictionPolicy {
+            return Err(error(
+                place("capabilities.evictGuaranteed"),
+                "only eviction-policy plugins evict pods".into(),
             ));
         }
         if let Some(selector) = &spec.selector {

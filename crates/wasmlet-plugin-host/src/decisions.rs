@@ -16,6 +16,10 @@ use crate::state::{CallMeta, HostState};
 use std::time::Instant;
 use wasmlet_policy_default as policy;
 
+mod pressure_watch;
+
+pub use pressure_watch::PressureDecision;
+
 /// Who made a decision, for logs and the eviction decision log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -204,6 +208,9 @@ fn rank_by(
             Box::pin(async move {
                 match bindings {
                     WorldBindings::Eviction(b) => b.call_rank(store, node, &pressure, &pods).await,
+                    WorldBindings::PressureEviction(b) => {
+                        b.call_rank(store, node, &pressure, &pods).await
+                    }
                     _ => Err(wrong_world()),
                 }
             })

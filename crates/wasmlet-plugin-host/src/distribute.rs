@@ -68,7 +68,7 @@ pub fn push_plugin(
         .map_err(|e| fail(e.to_string()))?;
     let world = detect_world(&component).ok_or_else(|| {
         fail(
-            "implements none of the plugin worlds of wasmlet:plugin@0.1.1; refusing to push".into(),
+            "implements none of the plugin worlds of wasmlet:plugin@0.1.2; refusing to push".into(),
         )
     })?;
     let types = component.component_type();

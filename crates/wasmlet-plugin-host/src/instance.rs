@@ -3,7 +3,7 @@
 //! runs past its deadline, exhausts its fuel or its memory cap is a [`Fault`]; the instance is
 //! dropped (a trap poisons it) and rebuilt from the pre-linked component on the next call.
 
-use crate::bindings::{eviction, gc, hooks, probe};
+use crate::bindings::{eviction, gc, hooks, pressure, probe};
 use crate::cap;
 use crate::config::{PluginSpec, World};
 use crate::engine::{PluginEngine, EPOCH_TICK};
@@ -49,6 +49,8 @@ pub enum Fault {
 
 enum WorldPre {
     Eviction(eviction::EvictionPolicyPre<HostState>),
+    /// An eviction plugin that also exports `pressure-watch` (0.1.2).
+    PressureEviction(pressure::PressureEvictionPolicyPre<HostState>),
     Gc(gc::GcStrategyPre<HostState>),
     Probe(probe::ProbeHandlerPre<HostState>),
     Hooks(hooks::LifecycleHooksPre<HostState>),
@@ -67,6 +69,7 @@ pub(crate) struct Borrows<'a, 'd: 'a>(std::marker::PhantomData<&'a &'d ()>);
 /// The instantiated bindings of one world.
 pub(crate) enum WorldBindings {
     Eviction(eviction::EvictionPolicy),
+    PressureEviction(pressure::PressureEvictionPolicy),
     Gc(gc::GcStrategy),
     Probe(probe::ProbeHandler),
     Hooks(hooks::LifecycleHooks),
@@ -115,7 +118,11 @@ fn link(component: &Component, world: World) -> wasmtime::Result<WorldPre> {
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     let pre = linker.instantiate_pre(component)?;
     Ok(match world {
-        World::EvictionPolicy => WorldPre::Eviction(eviction::EvictionPolicyPre::new(pre)?),
+        // The optional export is probed first: a component that has it is bound with it.
+        World::EvictionPolicy => match pressure::PressureEvictionPolicyPre::new(pre.clone()) {
+            Ok(with_watch) => WorldPre::PressureEviction(with_watch),
+            Err(_) => WorldPre::Eviction(eviction::EvictionPolicyPre::new(pre)?),
+        },
         World::GcStrategy => WorldPre::Gc(gc::GcStrategyPre::new(pre)?),
         World::ProbeHandler => WorldPre::Probe(probe::ProbeHandlerPre::new(pre)?),
         World::LifecycleHooks => WorldPre::Hooks(hooks::LifecycleHooksPre::new(pre)?),
@@ -263,6 +270,10 @@ impl LoadedPlugin {
                     .instantiate_async(&mut *store_ref)
                     .await
                     .map(WorldBindings::Eviction),
+                WorldPre::PressureEviction(pre) => pre
+                    .instantiate_async(&mut *store_ref)
+                    .await
+                    .map(WorldBindings::PressureEviction),
                 WorldPre::Gc(pre) => pre
                     .instantiate_async(&mut *store_ref)
                     .await
@@ -278,6 +289,9 @@ impl LoadedPlugin {
             }?;
             let configured = match &bindings {
                 WorldBindings::Eviction(b) => b.call_configure(&mut *store_ref, config).await,
+                WorldBindings::PressureEviction(b) => {
+                    b.call_configure(&mut *store_ref, config).await
+                }
                 WorldBindings::Gc(b) => b.call_configure(&mut *store_ref, config).await,
                 WorldBindings::Probe(b) => b.call_configure(&mut *store_ref, config).await,
                 WorldBindings::Hooks(b) => b.call_configure(&mut *store_ref, config).await,
@@ -380,6 +394,11 @@ impl LoadedPlugin {
     pub fn deadline(&self) -> Duration {
         Duration::from_millis(self.spec.limits.deadline_ms)
     }
+
+    /// Whether the component exports `pressure-watch` (world `pressure-eviction-policy`).
+    pub fn watches_pressure(&self) -> bool {
+        matches!(self.pre, WorldPre::PressureEviction(_))
+    }
 }
 
 /// `self-check` of whichever world the instance serves.
@@ -389,6 +408,7 @@ async fn self_check(
 ) -> wasmtime::Result<Result<(), String>> {
     match bindings {
         WorldBindings::Eviction(b) => b.call_self_check(store).await,
+        WorldBindings::PressureEviction(b) => b.call_self_check(store).await,
         WorldBindings::Gc(b) => b.call_self_check(store).await,
         WorldBindings::Probe(b) => b.call_self_check(store).await,
         WorldBindings::Hooks(b) => b.call_self_check(store).await,

@@ -1,5 +1,5 @@
 //! wasmlet's plugin host: policies as WebAssembly components (`wit/`, package
-//! `wasmlet:plugin@0.1.1`), run sandboxed under per-plugin limits, swapped on a live node, and
+//! `wasmlet:plugin@0.1.2`), run sandboxed under per-plugin limits, swapped on a live node, and
 //! backed by built-in defaults.
 //!
 //! This is the only crate of the workspace that depends on wasmtime. Its public API speaks the
@@ -31,7 +31,7 @@ pub use config::{
     Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,
     Rollout, World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
 };
-pub use decisions::{DecidedBy, Decision, EvictionSnapshot};
+pub use decisions::{DecidedBy, Decision, EvictionSnapshot, PressureDecision};
 pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};
 pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
 pub use error::{LoadError, PluginError};

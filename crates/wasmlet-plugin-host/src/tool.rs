@@ -166,7 +166,7 @@ pub fn validate_plugin(
     let world = match world {
         Some(world) => world,
         None => detect_world(&component).ok_or_else(|| {
-            refused(None, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.1".into())
+            refused(None, "implements none of the worlds eviction-policy, gc-strategy, probe-handler, lifecycle-hooks of wasmlet:plugin@0.1.2".into())
         })?,
     };
     let spec = PluginSpec {

@@ -21,6 +21,8 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "evictionMonitoringPeriod",
     "evictStaticPods",
     "cadvisorHousekeepingPeriod",
+    "psiEvictionWindow",
+    "nodePressurePath",
 ];
 
 /// wasmlet's own settings, the second document of the config file.
@@ -63,6 +65,14 @@ pub struct WasmletConfiguration {
     /// whose cAdvisor both come from upstream); a scrape serves the last reading.
     #[serde(with = "duration::go")]
     pub cadvisor_housekeeping_period: Duration,
+    /// At most one eviction an eviction plugin asks for on pressure stall information
+    /// (`pressure-watch`) per window; a request inside it is logged, not acted on.
+    #[serde(rename = "psiEvictionWindow", with = "duration::go")]
+    pub psi_eviction_window: Duration,
+    /// The directory the eviction manager reads the node's PSI from, laid out as
+    /// `/proc/pressure` (`cpu`, `memory`, `io`): another path where wasmlet runs with a
+    /// `/proc` of its own and the host's is mounted elsewhere.
+    pub node_pressure_path: std::path::PathBuf,
 }
 
 /// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
@@ -105,6 +115,8 @@ impl Default for WasmletConfiguration {
             eviction_monitoring_period: Duration::from_secs(10),
             evict_static_pods: false,
             cadvisor_housekeeping_period: Duration::from_secs(10),
+            psi_eviction_window: Duration::from_secs(300),
+            node_pressure_path: crate::stats::psi::NODE_PRESSURE_DIR.into(),
         }
     }
 }
@@ -123,6 +135,7 @@ impl WasmletConfiguration {
                 "cadvisorHousekeepingPeriod",
                 self.cadvisor_housekeeping_period,
             ),
+            ("psiEvictionWindow", self.psi_eviction_window),
         ] {
             if value.is_zero() {
                 return Err((name.into(), "must be greater than 0".into()));

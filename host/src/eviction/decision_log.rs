@@ -109,12 +109,20 @@ pub struct DecisionRecord {
     pub time: String,
     /// Cycle number of the eviction manager, to see that no cycle was missed or doubled.
     pub cycle: u64,
-    /// The signal whose threshold was met.
+    /// The signal whose threshold was met; `psi` for a plugin's pressure decision.
     pub signal: &'static str,
-    /// The threshold, resolved against the capacity.
-    pub threshold: i64,
-    /// What was available when the pods were ranked.
-    pub available: i64,
+    /// The threshold, resolved against the capacity (none for a pressure decision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<i64>,
+    /// What was available when the pods were ranked (none for a pressure decision).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub available: Option<i64>,
+    /// The node's pressure stall information a pressure decision was made on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psi: Option<PsiReading>,
+    /// The plugin's reason for a pressure decision, or why the host did not act on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The plugin that ranked, or the built-in default with the reason it stood in.
     pub decided_by: DecidedBy,
     /// Candidates in the order the plugin ranked them (evictable pods only).
@@ -129,6 +137,38 @@ pub struct DecisionRecord {
     pub shadow: Option<ShadowChoice>,
     /// What a new version of the plugin on trial ranked, while one is.
     pub candidate: Option<CandidateChoice>,
+}
+
+/// The node's PSI as `/evictions` shows it: percent averages as the kernel prints them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PsiReading {
+    /// Memory, `some` line: avg10, avg60, avg300 (percent).
+    pub memory_some: [f64; 3],
+    /// Memory, `full` line.
+    pub memory_full: [f64; 3],
+    /// I/O, `some` line.
+    pub io_some: [f64; 3],
+    /// I/O, `full` line.
+    pub io_full: [f64; 3],
+    /// CPU, `some` line.
+    pub cpu_some: [f64; 3],
+}
+
+impl PsiReading {
+    /// The reading of `psi` (hundredths of a percent) in percent.
+    pub fn of(psi: &wasmlet_policy_default::NodePsi) -> Self {
+        let line = |l: &wasmlet_policy_default::PsiLine| {
+            [l.avg10, l.avg60, l.avg300].map(|v| f64::from(v) / 100.0)
+        };
+        Self {
+            memory_some: line(&psi.memory.some),
+            memory_full: line(&psi.memory.full),
+            io_some: line(&psi.io.some),
+            io_full: line(&psi.io.full),
+            cpu_some: line(&psi.cpu.some),
+        }
+    }
 }
 
 /// The most recent eviction decisions, for `/evictions` ("why was my pod evicted").

@@ -6,10 +6,12 @@ use super::{signals, EvictRequest, EvictionError, EvictionManager};
 use crate::config::eviction::Threshold;
 use crate::events::{EventType, ObjectRef};
 use crate::metrics::{decided_by_label, EvictionLabels, Metrics};
+use k8s_openapi::api::core::v1::Pod;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 use wasmlet_plugin_host::{DecidedBy, EvictionSnapshot, PluginRegistry};
+use wasmlet_policy_default::SignalObservation;
 
 /// Upstream's pod grace for hard evictions (`immediateEvictionGracePeriodSeconds`).
 const HARD_EVICTION_GRACE: Duration = Duration::from_secs(1);
@@ -27,7 +29,13 @@ impl EvictionManager {
         capacity: i64,
     ) -> Result<(), EvictionError> {
         let stats_taken = Instant::now();
-        let (snapshot, pods) = self.snapshot(threshold, available, capacity).await;
+        let observed = SignalObservation::new(
+            threshold.signal,
+            available,
+            capacity,
+            threshold.value.resolve(capacity),
+        );
+        let (snapshot, pods) = self.snapshot(vec![observed]).await;
         let snapshot = Arc::new(snapshot);
         let (chosen, mut record) = {
             let (plugins, metrics) = (self.plugins.clone(), self.metrics.clone());
@@ -46,7 +54,7 @@ impl EvictionManager {
         };
         let name = |i: u32| snapshot.meta[i as usize].name.clone();
         let plugin = decided_by_label(&record.decided_by);
-        let threshold_value = record.threshold;
+        let threshold_value = threshold.value.resolve(capacity);
         let Some(index) = chosen else {
             warn!(
                 signal = threshold.signal.as_str(),
@@ -62,19 +70,10 @@ impl EvictionManager {
             available,
             signals::pod_usage(threshold.signal, &snapshot.pods[index as usize]),
         );
-        let pod_grace = Duration::from_secs(
-            pod.spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-                .unwrap_or(30)
-                .max(0) as u64,
-        );
         let grace = if threshold.is_hard() {
             HARD_EVICTION_GRACE
-        } else if self.config.max_pod_grace_period.is_zero() {
-            pod_grace
         } else {
-            pod_grace.min(self.config.max_pod_grace_period)
+            self.soft_grace(pod)
         };
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_name = name(index);
@@ -102,6 +101,29 @@ impl EvictionManager {
             .eviction_stats_age
             .get_or_create(&signal)
             .observe(stats_taken.elapsed().as_secs_f64());
+        self.hand_over(uid, message, grace).await;
+        Ok(())
+    }
+
+    /// A soft eviction's grace: the pod's own, capped by `evictionMaxPodGracePeriod`.
+    pub(super) fn soft_grace(&self, pod: &Pod) -> Duration {
+        let pod_grace = Duration::from_secs(
+            pod.spec
+                .as_ref()
+                .and_then(|s| s.termination_grace_period_seconds)
+                .unwrap_or(30)
+                .max(0) as u64,
+        );
+        if self.config.max_pod_grace_period.is_zero() {
+            pod_grace
+        } else {
+            pod_grace.min(self.config.max_pod_grace_period)
+        }
+    }
+
+    /// Hands the pod to the SyncLoop to be killed and marked Evicted, and waits (at most
+    /// `podCleanupTimeout` past the grace) for it to be cleaned up before the next cycle.
+    pub(super) async fn hand_over(&self, uid: String, message: String, grace: Duration) {
         let request = EvictRequest {
             uid: uid.clone(),
             message,
@@ -109,7 +131,7 @@ impl EvictionManager {
         };
         if self.evictions.send(request).await.is_err() {
             // The SyncLoop is gone: the node is shutting down.
-            return Ok(());
+            return;
         }
         // Wait for the pod to be cleaned up before the next cycle (`podCleanupTimeout`).
         let deadline = Instant::now() + POD_CLEANUP_TIMEOUT + grace;
@@ -120,12 +142,11 @@ impl EvictionManager {
                     .is_some_and(|s| s.reason.as_deref() == Some("Evicted"))
             });
             if evicted {
-                return Ok(());
+                return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         warn!(%uid, "evicted pod not cleaned up within the timeout");
-        Ok(())
     }
 }
 
@@ -152,8 +173,10 @@ pub(super) fn decide(
         time: crate::timestamps::now().0.to_string(),
         cycle,
         signal: threshold.signal.as_str(),
-        threshold: threshold.value.resolve(capacity),
-        available,
+        threshold: Some(threshold.value.resolve(capacity)),
+        available: Some(available),
+        psi: None,
+        reason: None,
         ranking: decision
             .order
             .iter()

@@ -4,7 +4,6 @@
 
 use super::pressure::{priority, SYSTEM_CRITICAL_PRIORITY};
 use super::EvictionManager;
-use crate::config::eviction::Threshold;
 use crate::podutil::is_static;
 use crate::resources::{self, QosClass};
 use crate::stats::{self, pod::PodPaths};
@@ -46,12 +45,11 @@ fn pod_request_cpu_millis(pod: &Pod) -> u64 {
 }
 
 impl EvictionManager {
-    /// The running pods as the plugin sees them, and the pods themselves in the same order.
+    /// The running pods as the plugin sees them, with the thresholds met (`pressure`; none
+    /// for a pressure-watch call), and the pods themselves in the same order.
     pub(super) async fn snapshot(
         &self,
-        threshold: &Threshold,
-        available: i64,
-        capacity: i64,
+        pressure: Vec<SignalObservation>,
     ) -> (EvictionSnapshot, Vec<Pod>) {
         let runtime_usage =
             match stats::pod::collect(&self.gc.cri, &self.config.node_name, &self.cpu).await {
@@ -134,12 +132,7 @@ impl EvictionManager {
                 pod_count: pods.len() as u32,
                 ..Default::default()
             },
-            pressure: vec![SignalObservation::new(
-                threshold.signal,
-                available,
-                capacity,
-                threshold.value.resolve(capacity),
-            )],
+            pressure,
             pods: infos,
             meta: Arc::new(meta),
         };

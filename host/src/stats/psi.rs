@@ -47,9 +47,12 @@ pub fn availability() -> &'static str {
     }
 }
 
+/// Where the kernel serves the node's PSI.
+pub const NODE_PRESSURE_DIR: &str = "/proc/pressure";
+
 /// The node's PSI for `resource`; `None` when the kernel has none.
 pub fn node(resource: Resource) -> Option<PsiStats> {
-    read(Path::new("/proc/pressure").join(resource.name()))
+    read(Path::new(NODE_PRESSURE_DIR).join(resource.name()))
 }
 
 /// The PSI of cgroup `parent` (`/kubepods/burstable/pod<uid>`) for `resource`, from cgroup
@@ -78,10 +81,17 @@ pub struct Pressure {
 impl Pressure {
     /// The node's, from `/proc/pressure`.
     pub fn node() -> Self {
+        Self::node_in(Path::new(NODE_PRESSURE_DIR))
+    }
+
+    /// The node's as a directory laid out as `/proc/pressure` serves them (`cpu`, `memory`,
+    /// `io`): the eviction manager's `nodePressurePath`.
+    pub fn node_in(dir: &Path) -> Self {
+        let of = |r: Resource| read(dir.join(r.name()));
         Self {
-            cpu: node(Resource::Cpu),
-            memory: node(Resource::Memory),
-            io: node(Resource::Io),
+            cpu: of(Resource::Cpu),
+            memory: of(Resource::Memory),
+            io: of(Resource::Io),
         }
     }
 

@@ -27,6 +27,6 @@ pub mod packed;
 mod types;
 
 pub use types::{
-    DeadContainer, DiskInfo, ImageInfo, NodeInfo, PodInfo, Pressure, QosClass, Signal,
-    SignalObservation,
+    DeadContainer, DiskInfo, EvictNow, ImageInfo, NodeInfo, NodePsi, PodInfo, Pressure, PsiLine,
+    PsiResource, QosClass, Signal, SignalObservation,
 };

@@ -200,3 +200,38 @@ pub struct DeadContainer {
     pub unit: u32,
     pub pod: u32,
 }
+
+/// One line of pressure stall information (`types.psi-line`): averages in
+/// hundredths of a percent (`avg10=12.34` is 1234), the total in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsiLine {
+    pub avg10: u32,
+    pub avg60: u32,
+    pub avg300: u32,
+    pub total_us: u64,
+}
+
+/// The `some` and `full` lines of one resource (`types.psi-resource`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsiResource {
+    pub some: PsiLine,
+    pub full: PsiLine,
+}
+
+/// The node's pressure stall information of one cycle (`types.node-psi`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodePsi {
+    pub cpu: PsiResource,
+    pub memory: PsiResource,
+    pub io: PsiResource,
+    pub read_unix_ms: u64,
+}
+
+/// A decision to evict before a threshold is met (`types.evict-now`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EvictNow {
+    /// Indices into the call's pods, first to evict first.
+    pub pods: Vec<u32>,
+    /// Why, in the plugin's words.
+    pub reason: String,
+}

@@ -4,8 +4,8 @@
 // component) and passes them here, so the SDK itself stays plain JS that runs
 // under node:
 //
-//   import * as host from 'wasmlet:plugin/host@0.1.1';
-//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+//   import * as host from 'wasmlet:plugin/host@0.1.2';
+//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 //   export const { configure, selfCheck, rank } = evictionWorld(MyPolicy, { host, podMeta });
 
 import { unpackPods, useHost, useMeta } from './index.js';

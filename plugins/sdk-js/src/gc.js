@@ -2,8 +2,8 @@
 // upstream's image and container GC plans, the same code as the Rust SDK's
 // defaults::gc (plugins/policy-default/src/gc.rs) and the host's built-in default.
 //
-//   import * as host from 'wasmlet:plugin/host@0.1.1';
-//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+//   import * as host from 'wasmlet:plugin/host@0.1.2';
+//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 //   export const { configure, selfCheck, planImages, planContainers } =
 //     gcWorld(MyStrategy, { host, podMeta });
 //

@@ -1,8 +1,8 @@
 // World lifecycle-hooks: wraps a hooks class into the component's exports.
 //
-//   import * as host from 'wasmlet:plugin/host@0.1.1';
-//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
-//   import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+//   import * as host from 'wasmlet:plugin/host@0.1.2';
+//   import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
+//   import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 //   export const { configure, selfCheck, admit, postStart, preStop } =
 //     hooksWorld(MyHooks, { host, podMeta, podAccess });
 

@@ -1,5 +1,5 @@
 // The JavaScript SDK for wasmlet plugins: the records of wit/ (package
-// wasmlet:plugin@0.1.1) as plain objects, the host's functions, config parsing,
+// wasmlet:plugin@0.1.2) as plain objects, the host's functions, config parsing,
 // the packed pod layout decoded and the upstream default ranking. A plugin is a
 // class with configure/selfCheck and its world's methods (rank, check,
 // planImages/planContainers, admit...); the world module

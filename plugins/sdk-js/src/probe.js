@@ -1,7 +1,7 @@
 // World probe-handler: wraps a probe class into the component's exports.
 //
-//   import * as host from 'wasmlet:plugin/host@0.1.1';
-//   import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+//   import * as host from 'wasmlet:plugin/host@0.1.2';
+//   import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 //   export const { configure, selfCheck, check } = probeWorld(MyProbe, { host, podAccess });
 
 import { ProbeResult, useHost } from './index.js';

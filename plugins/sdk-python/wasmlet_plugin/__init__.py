@@ -1,6 +1,6 @@
 """The Python SDK for wasmlet plugins.
 
-The records of the contract (wit/, package wasmlet:plugin@0.1.1) as dataclasses,
+The records of the contract (wit/, package wasmlet:plugin@0.1.2) as dataclasses,
 one base class per world (``wasmlet_plugin.eviction.EvictionPolicy``,
 ``wasmlet_plugin.probe.ProbeHandler``, ``wasmlet_plugin.gc.GcStrategy``,
 ``wasmlet_plugin.hooks.LifecycleHooks``), the host's functions, config parsing,

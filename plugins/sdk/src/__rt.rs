@@ -11,9 +11,14 @@ mod gc;
 #[cfg(target_arch = "wasm32")]
 mod hooks;
 #[cfg(target_arch = "wasm32")]
+mod pressure;
+#[cfg(target_arch = "wasm32")]
 mod probe;
 #[cfg(target_arch = "wasm32")]
 mod state;
 
 #[cfg(target_arch = "wasm32")]
-pub use self::{eviction::EvictionGuest, gc::GcGuest, hooks::HooksGuest, probe::ProbeGuest};
+pub use self::{
+    eviction::EvictionGuest, gc::GcGuest, hooks::HooksGuest, pressure::PressureEvictionGuest,
+    probe::ProbeGuest,
+};

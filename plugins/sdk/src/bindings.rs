@@ -13,17 +13,34 @@
 pub mod eviction {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/eviction-policy@0.1.1",
+        world: "wasmlet:plugin/eviction-policy@0.1.2",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_eviction",
     });
 }
 
+/// `pressure-eviction-policy` (0.1.2): `eviction-policy` plus the `pressure-watch` export.
+/// Its shared interfaces are those of [`eviction`], so one conversion serves both worlds.
+pub mod pressure_eviction {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "wasmlet:plugin/pressure-eviction-policy@0.1.2",
+        runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_pressure_eviction",
+        with: {
+            "wasmlet:plugin/types@0.1.2": crate::bindings::eviction::wasmlet::plugin::types,
+            "wasmlet:plugin/host@0.1.2": crate::bindings::eviction::wasmlet::plugin::host,
+            "wasmlet:plugin/pod-meta@0.1.2": crate::bindings::eviction::wasmlet::plugin::pod_meta,
+        },
+    });
+}
+
 pub mod gc {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/gc-strategy@0.1.1",
+        world: "wasmlet:plugin/gc-strategy@0.1.2",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_gc",
@@ -33,7 +50,7 @@ pub mod gc {
 pub mod probe {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/probe-handler@0.1.1",
+        world: "wasmlet:plugin/probe-handler@0.1.2",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_probe",
@@ -43,7 +60,7 @@ pub mod probe {
 pub mod hooks {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "wasmlet:plugin/lifecycle-hooks@0.1.1",
+        world: "wasmlet:plugin/lifecycle-hooks@0.1.2",
         runtime_path: "::wasmlet_plugin_sdk::__rt::wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_hooks",

@@ -1,13 +1,14 @@
 //! Write wasmlet plugins as plain Rust.
 //!
 //! wasmlet is a Kubernetes kubelet whose policies are WebAssembly components
-//! (contract: `wit/`, package `wasmlet:plugin@0.1.1`). This crate hides the
+//! (contract: `wit/`, package `wasmlet:plugin@0.1.2`). This crate hides the
 //! component model: implement one trait, call [`export!`] once, build for
 //! `wasm32-wasip2`, and test the same code natively with `fixtures`.
 //!
 //! | world | trait | `export!(T as ...)` |
 //! |---|---|---|
 //! | `eviction-policy` | [`EvictionPolicy`] | `eviction` |
+//! | `pressure-eviction-policy` (0.1.2) | [`PressureWatch`] (and [`EvictionPolicy`]) | `pressure_eviction` |
 //! | `gc-strategy` | [`GcStrategy`] | `gc` |
 //! | `probe-handler` | [`ProbeHandler`] | `probe` |
 //! | `lifecycle-hooks` | [`LifecycleHooks`] | `hooks` |
@@ -102,6 +103,21 @@ pub trait EvictionPolicy {
     ) -> Result<Vec<u32>, String>;
 }
 
+/// An eviction policy that also watches the node's pressure stall information (world
+/// `pressure-eviction-policy`, contract 0.1.2): besides ranking when a threshold is met, it
+/// may ask to evict before one is.
+pub trait PressureWatch: EvictionPolicy {
+    /// Called once per eviction monitoring period with the node's PSI; `Some` asks the host
+    /// to evict (at most one pod, within the host's bounds: see `wit/pressure.wit`). `&mut`:
+    /// a policy may keep what it saw across calls (how long pressure has been high).
+    fn watch(
+        &mut self,
+        node: &NodeInfo,
+        psi: &NodePsi,
+        pods: &[PodInfo],
+    ) -> Result<Option<EvictNow>, String>;
+}
+
 /// A strategy choosing which images and dead containers to collect
 /// (world `gc-strategy`). Both plans default to the upstream kubelet's.
 pub trait GcStrategy {
@@ -186,7 +202,7 @@ pub trait LifecycleHooks {
 
 /// Exports a type as the plugin of one world.
 ///
-/// `export!(MyType as eviction)` (or `gc`, `probe`, `hooks`). The type must
+/// `export!(MyType as eviction)` (or `pressure_eviction`, `gc`, `probe`, `hooks`). The type must
 /// implement the world's trait and `Default`: the SDK keeps one instance,
 /// created with `Default` and configured by the host's `configure` call
 /// (each `configure` starts again from `Default`). Use it once per plugin
@@ -201,6 +217,15 @@ macro_rules! export {
             EvictionGuest,
             __export_eviction_policy_impl,
             eviction
+        );
+    };
+    ($ty:ty as pressure_eviction) => {
+        $crate::__export_world!(
+            $ty,
+            PressureWatch,
+            PressureEvictionGuest,
+            __export_pressure_eviction_policy_impl,
+            pressure_eviction
         );
     };
     ($ty:ty as gc) => {

@@ -5,8 +5,8 @@
 //! a plugin and the host's built-in default work on the very same structs.
 
 pub use wasmlet_policy_default::{
-    DeadContainer, DiskInfo, ImageInfo, NodeInfo, PodInfo, Pressure, QosClass, Signal,
-    SignalObservation,
+    DeadContainer, DiskInfo, EvictNow, ImageInfo, NodeInfo, NodePsi, PodInfo, Pressure, PsiLine,
+    PsiResource, QosClass, Signal, SignalObservation,
 };
 
 /// Severity of a [`crate::host::log`] event (`host.log-level`).

@@ -109,7 +109,7 @@ fn check_world(file: &Path, expected: Option<World>) -> Result<World, ToolError>
         )),
         (None, None) => Err(plugin_error(
             file,
-            "the built component implements none of the worlds of wasmlet:plugin@0.1.1",
+            "the built component implements none of the worlds of wasmlet:plugin@0.1.2",
         )),
     }
 }

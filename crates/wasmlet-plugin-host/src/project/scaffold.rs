@@ -656,8 +656,8 @@ const JS_PACKAGE: &str = r#"{
 "#;
 
 const JS_EVICTION_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the policy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 import { evictionWorld } from 'wasmlet-plugin-sdk/eviction';
 import { @TYPE@ } from './plugin.js';
 
@@ -696,8 +696,8 @@ test('flappy pods go first', () => {
 "#;
 
 const JS_PROBE_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the probe as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 import { probeWorld } from 'wasmlet-plugin-sdk/probe';
 import { @TYPE@ } from './plugin.js';
 
@@ -742,8 +742,8 @@ test('healthz', () => {
 "#;
 
 const JS_GC_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the strategy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 import { gcWorld } from 'wasmlet-plugin-sdk/gc';
 import { @TYPE@ } from './plugin.js';
 
@@ -806,9 +806,9 @@ test('the newest dead container of each container stays', () => {
 "#;
 
 const JS_HOOKS_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the hooks as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
+import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 import { hooksWorld } from 'wasmlet-plugin-sdk/hooks';
 import { @TYPE@ } from './plugin.js';
 

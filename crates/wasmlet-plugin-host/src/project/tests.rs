@@ -55,7 +55,7 @@ fn language_and_world_come_from_the_files() {
     for import in ["'wasmlet-plugin-sdk/eviction'", "'../../src/eviction.js'"] {
         let js = project_with(&[(
             "component.js",
-            &format!("import * as host from 'wasmlet:plugin/host@0.1.1';\nimport {{ evictionWorld }} from {import};\n"),
+            &format!("import * as host from 'wasmlet:plugin/host@0.1.2';\nimport {{ evictionWorld }} from {import};\n"),
         )]);
         let project = Project::open(js.path(), None, None).unwrap();
         assert_eq!(

@@ -124,7 +124,7 @@ mod tests {
     fn deny_all_lists_what_grants_would_change_and_nothing_every_plugin_gets() {
         let mut names = RUST_STD.to_vec();
         names.extend([
-            "wasmlet:plugin/host@0.1.1",
+            "wasmlet:plugin/host@0.1.2",
             "wasi:sockets/tcp@0.2.3",
             "wasi:http/outgoing-handler@0.2.3",
         ]);

@@ -1,7 +1,7 @@
 //go:build wasip1
 
 // Package abi is the component-model glue of the Go SDK: the canonical ABI of
-// wit/ (package wasmlet:plugin@0.1.1) lowered by hand for Go's
+// wit/ (package wasmlet:plugin@0.1.2) lowered by hand for Go's
 // //go:wasmimport and //go:wasmexport on GOOS=wasip1. The signatures are
 // checked against wit/ by wasmlet-componentize at every build (wit-component
 // refuses a core function whose type is not the world's lowering), and the

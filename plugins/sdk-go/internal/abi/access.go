@@ -10,16 +10,16 @@ import (
 	"wasmlet.dev/plugin"
 )
 
-//go:wasmimport wasmlet:plugin/pod-access@0.1.1 http-get
+//go:wasmimport wasmlet:plugin/pod-access@0.1.2 http-get
 func accessHTTPGet(port, pathPtr, pathLen, headersPtr, headersLen, timeout, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-access@0.1.1 tcp-connect
+//go:wasmimport wasmlet:plugin/pod-access@0.1.2 tcp-connect
 func accessTCPConnect(port, timeout, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-access@0.1.1 exec
+//go:wasmimport wasmlet:plugin/pod-access@0.1.2 exec
 func accessExec(containerPtr, containerLen, commandPtr, commandLen, timeout, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-access@0.1.1 sleep
+//go:wasmimport wasmlet:plugin/pod-access@0.1.2 sleep
 func accessSleep(ms uint32)
 
 // Access is plugin.PodAccess through the imports. In a probe, Sleep answers an

@@ -9,10 +9,10 @@ import (
 	"wasmlet.dev/plugin"
 )
 
-//go:wasmimport wasmlet:plugin/host@0.1.1 log
+//go:wasmimport wasmlet:plugin/host@0.1.2 log
 func hostLog(level, msgPtr, msgLen, fieldsPtr, fieldsLen uint32)
 
-//go:wasmimport wasmlet:plugin/host@0.1.1 now-unix-ms
+//go:wasmimport wasmlet:plugin/host@0.1.2 now-unix-ms
 func hostNow() int64
 
 // Host answers plugin.Log and plugin.NowUnixMs through the component's imports.

@@ -7,22 +7,22 @@ import (
 	"unsafe"
 )
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 pod-namespace
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 pod-namespace
 func metaNamespace(index, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 pod-name
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 pod-name
 func metaName(index, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 pod-uid
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 pod-uid
 func metaUID(index, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 pod-label
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 pod-label
 func metaLabel(index, keyPtr, keyLen, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 pod-annotation
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 pod-annotation
 func metaAnnotation(index, keyPtr, keyLen, ret uint32)
 
-//go:wasmimport wasmlet:plugin/pod-meta@0.1.1 image-tags
+//go:wasmimport wasmlet:plugin/pod-meta@0.1.2 image-tags
 func metaImageTags(index, ret uint32)
 
 // Meta answers the plugin package's pod-meta functions through the imports.

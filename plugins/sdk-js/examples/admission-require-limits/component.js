@@ -1,7 +1,7 @@
 // The component's entry: the WIT imports, and the policy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
+import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 import { hooksWorld } from '../../src/hooks.js';
 import { RequireLimits } from './policy.js';
 

@@ -1,6 +1,6 @@
 // The component's entry: the WIT imports, and the policy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 import { evictionWorld } from '../../src/eviction.js';
 import { BatchFirst } from './policy.js';
 

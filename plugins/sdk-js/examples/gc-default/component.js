@@ -1,6 +1,6 @@
 // The component's entry: the WIT imports, and the strategy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
 import { gcWorld } from '../../src/gc.js';
 import { DefaultGc } from './strategy.js';
 

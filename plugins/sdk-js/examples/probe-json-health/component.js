@@ -1,6 +1,6 @@
 // The component's entry: the WIT imports, and the probe as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.1';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.1';
+import * as host from 'wasmlet:plugin/host@0.1.2';
+import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
 import { probeWorld } from '../../src/probe.js';
 import { JsonHealth } from './probe.js';
 

@@ -28,7 +28,7 @@ impl<T: EvictionPolicy + Default + 'static> Guest for EvictionGuest<T> {
     }
 }
 
-fn node_info(n: wit::NodeInfo) -> types::NodeInfo {
+pub(super) fn node_info(n: wit::NodeInfo) -> types::NodeInfo {
     types::NodeInfo {
         memory_capacity_bytes: n.memory_capacity_bytes,
         memory_allocatable_bytes: n.memory_allocatable_bytes,

@@ -1,6 +1,6 @@
 //! An eviction plugin built straight from the frozen `wit/history/0.1.0` (no SDK, which follows
 //! the current contract): it imports `wasmlet:plugin/host@0.1.0` and `pod-meta@0.1.0`, and
-//! proves that a host serving 0.1.1 still links and calls a component of the previous version.
+//! proves that a host serving 0.1.2 still links and calls a component of the previous version.
 //! It ranks the pods newest-index first and logs once per call through the 0.1.0 `host.log`;
 //! the pod-meta lookup shows the old import answered.
 
