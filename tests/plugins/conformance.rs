@@ -474,3 +474,50 @@ fn sdk_costs() {
         );
     }
 }
+
+/// The JavaScript `eviction-psi-guard` (world `pressure-eviction-policy`) asks to evict on the
+/// same readings as the Rust one, with the same pods in the same order and the same reason.
+#[test]
+fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
+    let Some(sdks) = sdk_components_in("eviction-psi-guard", &["js"]) else {
+        return;
+    };
+    let config = "  config: {memoryFullAvg10Percent: 20, forSeconds: 3}\n";
+    let rust = registry(&plugin(
+        "rust",
+        "eviction-policy",
+        &wasm("eviction_psi_guard"),
+        config,
+    ));
+    rust.registry.reload();
+    let (_, path) = &sdks[0];
+    let js = registry(&plugin(
+        "js",
+        "eviction-policy",
+        path,
+        &format!("{config}{SDK_LIMITS}"),
+    ));
+    js.registry.reload();
+    assert!(js.registry.watches_pressure(), "{:#}", js.registry.report());
+    let mut rng = Lcg(31);
+    let s = snapshot(&mut rng, 40, policy::Signal::MemoryAvailable);
+    let mut asked = 0;
+    for second in 0..60u64 {
+        let mut psi = policy::NodePsi {
+            read_unix_ms: 1_000_000 + second * 1000,
+            ..Default::default()
+        };
+        // Pressure comes and goes: over the limit for runs of 0 to 7 seconds.
+        psi.memory.full.avg10 = if rng.next(8) == 0 { 500 } else { 2500 };
+        let expected = rust
+            .registry
+            .watch_pressure(&s, &psi)
+            .expect("rust answers");
+        let got = js.registry.watch_pressure(&s, &psi).expect("js answers");
+        let strip =
+            |d: Option<wasmlet_plugin_host::PressureDecision>| d.map(|d| (d.order, d.reason));
+        asked += usize::from(expected.is_some());
+        assert_eq!(strip(got), strip(expected), "second {second}");
+    }
+    assert!(asked > 3, "the readings must make both ask several times");
+}

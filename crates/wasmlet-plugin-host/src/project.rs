@@ -232,7 +232,8 @@ fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ToolError> {
             .take_while(|c| c.is_ascii_alphanumeric())
             .collect();
         match word.as_str() {
-            "eviction" => Some(World::EvictionPolicy),
+            // `pressure`: an eviction policy that also exports `pressure-watch` (0.1.2).
+            "eviction" | "pressure" => Some(World::EvictionPolicy),
             "probe" => Some(World::ProbeHandler),
             "gc" => Some(World::GcStrategy),
             "hooks" => Some(World::LifecycleHooks),
@@ -245,6 +246,22 @@ fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ToolError> {
                 .and_then(|at| module(&line[at + prefix.len()..]))
         })
     }))
+}
+
+/// The WIT world a JavaScript project's component is built for: `pressure-eviction-policy`
+/// when its entry imports the SDK's `pressure` module (the eviction world plus the
+/// `pressure-watch` export), else the project's world.
+pub(crate) fn js_wit_world(dir: &Path, world: World) -> &'static str {
+    let imports_pressure = std::fs::read_to_string(dir.join("component.js")).is_ok_and(|text| {
+        text.lines().any(|line| {
+            line.contains("/src/pressure.js") || line.contains("wasmlet-plugin-sdk/pressure")
+        })
+    });
+    if world == World::EvictionPolicy && imports_pressure {
+        "pressure-eviction-policy"
+    } else {
+        world.as_str()
+    }
 }
 
 #[cfg(test)]

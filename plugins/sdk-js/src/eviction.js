@@ -32,5 +32,9 @@ export function evictionWorld(Policy, imports) {
     rank(node, pressure, words) {
       return errorResult(() => Uint32Array.from(plugin.rank(node, pressure, unpackPods(words))));
     },
+    /** The instance configure made last (for world modules that export more calls). */
+    current() {
+      return plugin;
+    },
   };
 }

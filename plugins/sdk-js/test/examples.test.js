@@ -93,3 +93,41 @@ test('require-limits refuses only in chosen namespaces', async () => {
   admit('prod', [full]);
   assert.throws(() => admit('prod', [full, init]), /container "init" has no memory limit/);
 });
+
+// ---- eviction-psi-guard (world pressure-eviction-policy)
+
+import { PsiGuard, candidates } from '../examples/eviction-psi-guard/policy.js';
+
+const reading = (readUnixMs, fullPercent) => {
+  const line = (avg10) => ({ avg10, avg60: 0, avg300: 0, totalUs: 0 });
+  const resource = (avg10) => ({ some: line(avg10 * 2), full: line(avg10) });
+  return { cpu: resource(0), memory: resource(fullPercent * 100), io: resource(0), readUnixMs };
+};
+const psiPod = (priority, request, usage, extra = {}) => ({
+  priority, qos: 1, isStatic: false, isCritical: false, hasStats: true,
+  memoryRequestBytes: request, memoryUsageBytes: usage, ...extra,
+});
+
+test('psi guard asks only after pressure held for forSeconds, as the Rust plugin', () => {
+  const g = new PsiGuard();
+  g.configure('{"memoryFullAvg10Percent": 20, "forSeconds": 10}');
+  const pods = [psiPod(0, 100, 50), psiPod(0, 100, 900)];
+  assert.equal(g.watch({}, reading(0, 25), pods), undefined);
+  assert.equal(g.watch({}, reading(9999, 30), pods), undefined);
+  const asked = g.watch({}, reading(10000, 30), pods);
+  assert.deepEqual(asked.pods, [1]);
+  assert.equal(asked.reason, 'memory full avg10 30.00% at or over 20% for 10 s');
+  assert.equal(g.watch({}, reading(15000, 30), pods), undefined);
+});
+
+test('psi guard orders by priority, then memory above request, never critical', () => {
+  const pods = [psiPod(100, 0, 5000), psiPod(0, 100, 300), psiPod(0, 100, 2000),
+    psiPod(-10, 0, 10000, { isCritical: true }), psiPod(-5, 1000, 900)];
+  assert.deepEqual(candidates(pods), [2, 1, 0]);
+});
+
+test('psi guard refuses a limit outside (0, 100]', () => {
+  for (const config of ['{"memoryFullAvg10Percent": 0}', '{"memoryFullAvg10Percent": 101}', '{"forSeconds": -1}']) {
+    assert.throws(() => new PsiGuard().configure(config));
+  }
+});

@@ -302,7 +302,7 @@ impl Builder<'_> {
                 .arg(tree.sdk().join("build.mjs"))
                 .arg(&tools)
                 .arg(dir.join("component.js"))
-                .arg(world.as_str())
+                .arg(super::js_wit_world(dir, world))
                 .arg(self.out)
                 .arg(tree.wit())
                 .current_dir(dir),
