@@ -178,7 +178,7 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("kubelet_image_garbage_collected_total 2"),
+        metrics.contains("kubelet_image_garbage_collected_total{reason=\"space\"} 2"),
         "{metrics}"
     );
 }

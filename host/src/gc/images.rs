@@ -302,6 +302,7 @@ impl ImageGc {
             metrics.image_bytes_freed.inc_by(image.size);
             crate::metrics::kubelet::kubelet()
                 .image_garbage_collected
+                .get_or_create(&crate::metrics::kubelet::image_gc_reason(expired))
                 .inc();
             info!(image = %image.id, tags = ?image.repo_tags, size = image.size, %plugin, expired, "image GC: removed image");
         }

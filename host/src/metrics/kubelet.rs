@@ -78,9 +78,12 @@ pub struct KubeletMetrics {
     pub mirror_pods: Gauge,
     /// `kubelet_pod_start_duration_seconds`: first seen to running.
     pub pod_start_duration: Histogram,
-    /// `kubelet_pod_start_sli_duration_seconds{first_with_network}`: creation to all
-    /// containers started, less image pulls.
-    pub pod_start_sli_duration: HistogramFamily,
+    /// `kubelet_pod_start_sli_duration_seconds`: creation to all containers started, less
+    /// image pulls.
+    pub pod_start_sli_duration: Histogram,
+    /// `kubelet_first_network_pod_start_sli_duration_seconds`: the same for the first pod on
+    /// the node with its own network namespace (it also waited for the network plugin).
+    pub first_network_pod_start_sli_duration: Gauge<f64, AtomicU64>,
     /// `kubelet_pod_worker_duration_seconds{operation_type}`: one sync.
     pub pod_worker_duration: HistogramFamily,
     /// `kubelet_pod_worker_start_duration_seconds`: first seen to the worker's start.
@@ -115,8 +118,9 @@ pub struct KubeletMetrics {
     pub started_containers_errors: Family<Labels, Counter>,
     /// `kubelet_restarted_pods_total{static}`: a UID deleted and added again.
     pub restarted_pods: Family<Labels, Counter>,
-    /// `kubelet_image_garbage_collected_total`.
-    pub image_garbage_collected: Counter,
+    /// `kubelet_image_garbage_collected_total{reason}`: `age` or `space`, see
+    /// [`image_gc_reason`].
+    pub image_garbage_collected: Family<Labels, Counter>,
     /// `kubelet_node_startup_duration_seconds`: boot to the node's first Ready.
     pub node_startup_duration: Gauge<f64, AtomicU64>,
     /// `kubelet_http_requests_total{long_running,method,path,server_type}`.
@@ -150,7 +154,8 @@ impl KubeletMetrics {
             active_pods: Family::default(),
             mirror_pods: Gauge::default(),
             pod_start_duration: pod_startup_histogram(),
-            pod_start_sli_duration: histograms(pod_startup_histogram),
+            pod_start_sli_duration: pod_startup_histogram(),
+            first_network_pod_start_sli_duration: Gauge::default(),
             pod_worker_duration: histograms(default_histogram),
             pod_worker_start_duration: default_histogram(),
             pleg_relist_duration: default_histogram(),
@@ -168,7 +173,7 @@ impl KubeletMetrics {
             started_containers: Family::default(),
             started_containers_errors: Family::default(),
             restarted_pods: Family::default(),
-            image_garbage_collected: Counter::default(),
+            image_garbage_collected: Family::default(),
             node_startup_duration: Gauge::default(),
             http_requests: Family::default(),
             http_requests_duration: histograms(default_histogram),
@@ -210,6 +215,7 @@ impl KubeletMetrics {
         register_verbatim(r, "kubelet_mirror_pods", "[ALPHA] The number of mirror pods the kubelet will try to create (one per admitted static pod)", self.mirror_pods.clone());
         register_verbatim(r, "kubelet_pod_start_duration_seconds", "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run", self.pod_start_duration.clone());
         register_verbatim(r, "kubelet_pod_start_sli_duration_seconds", "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", self.pod_start_sli_duration.clone());
+        register_verbatim(r, "kubelet_first_network_pod_start_sli_duration_seconds", "[INTERNAL] Duration in seconds to start the first network pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch", self.first_network_pod_start_sli_duration.clone());
         register_verbatim(r, "kubelet_pod_worker_duration_seconds", "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync", self.pod_worker_duration.clone());
         register_verbatim(
             r,
@@ -339,19 +345,21 @@ impl KubeletMetrics {
     }
 
     /// A pod ran for the first time: `since_seen` from the worker's first sight of it, `sli`
-    /// from its creation less image pulls (none when the pod has no creation time). The first
-    /// pod with its own network namespace on the node is labelled `first_with_network`, as
-    /// upstream, since it also waited for the network plugin.
+    /// from its creation less image pulls (none when the pod has no creation time). As
+    /// upstream's `pod_startup_latency_tracker.go`, the first pod with an SLI and its own
+    /// network namespace also sets `kubelet_first_network_pod_start_sli_duration_seconds`.
     pub fn pod_started(&self, since_seen: f64, sli: Option<f64>, host_network: bool) {
         self.pod_start_duration.observe(since_seen);
-        let first_with_network = !host_network
+        let Some(sli) = sli.map(|sli| sli.max(0.0)) else {
+            return;
+        };
+        self.pod_start_sli_duration.observe(sli);
+        if !host_network
             && !self
                 .first_network_pod_started
-                .swap(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(sli) = sli {
-            self.pod_start_sli_duration
-                .get_or_create(&label("first_with_network", first_with_network.to_string()))
-                .observe(sli.max(0.0));
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.first_network_pod_start_sli_duration.set(sli);
         }
     }
 
@@ -406,6 +414,13 @@ pub fn kubelet() -> &'static KubeletMetrics {
 /// A label set of one pair.
 pub fn label(name: &'static str, value: impl Into<String>) -> Labels {
     vec![(name, value.into())]
+}
+
+/// Upstream's `reason` of `kubelet_image_garbage_collected_total` (`image_gc_manager.go`):
+/// `age` for an image removed for being unused longer than `imageMaximumGCAge`, `space` for
+/// one removed to bring disk usage under the low threshold.
+pub fn image_gc_reason(expired: bool) -> Labels {
+    label("reason", if expired { "age" } else { "space" })
 }
 
 /// Upstream's `static` label: `"true"` for a pod that is not from the API server.

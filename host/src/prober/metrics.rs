@@ -72,7 +72,7 @@ impl ProbeMetrics {
         register_verbatim(
             &mut registry,
             "prober_probe",
-            "[ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
+            "[BETA] Cumulative number of a liveness, readiness or startup probe for a container by result.",
             results.clone(),
         );
         register_verbatim(
