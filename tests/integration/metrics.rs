@@ -2,6 +2,8 @@
 //! testdata/metrics.txt), the format the scraper asks for, `promtool check metrics` clean on
 //! every endpoint, and series that move when what they count happens.
 
+mod upstream;
+
 use crate::harness::{condition, promtool_check, Node, NodeOptions};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
