@@ -119,7 +119,11 @@ fn the_guaranteed_grant_and_a_refused_config_come_from_the_plugin_config() {
         "  config:\n    forSeconds: 0\n    memoryFullAvg10Percent: 10\n  capabilities:\n    evictGuaranteed: true\n",
     ));
     setup.registry.reload();
-    assert!(setup.registry.watches_pressure(), "{:#}", setup.registry.report());
+    assert!(
+        setup.registry.watches_pressure(),
+        "{:#}",
+        setup.registry.report()
+    );
     let snapshot = quiet_snapshot(vec![pod(0, 0, 100)]);
     let decision = setup
         .registry
