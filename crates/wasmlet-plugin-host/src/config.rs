@@ -276,6 +276,15 @@ pub fn load(file: &Path) -> Result<Vec<PluginSpec>, PluginConfigError> {
     parse(file, &text)
 }
 
+/// Where in the file a parse error is: the root (`.`), or the empty key a YAML scan error
+/// leaves behind (`&a:\nb`), is the file's; its message gives the line and column.
+fn file_place(path: &serde_path_to_error::Path) -> String {
+    match path.to_string() {
+        place if place.is_empty() || place == "." => "(file)".into(),
+        place => place,
+    }
+}
+
 /// Parses plugin config text; `file` names it in errors and anchors relative paths.
 pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigError> {
     let error = |place: String, message: String| PluginConfigError {
@@ -284,7 +293,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         message,
     };
     let raw: RawFile = serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text))
-        .map_err(|e| error(e.path().to_string(), e.into_inner().to_string()))?;
+        .map_err(|e| error(file_place(e.path()), e.into_inner().to_string()))?;
     if raw.api_version != API_VERSION || raw.kind != KIND {
         return Err(error(
             "apiVersion/kind".into(),
@@ -553,6 +562,15 @@ mod tests {
     use super::*;
 
     const FILE: &str = "/etc/wasmlet/plugins.yaml";
+
+    /// The `plugin_config` fuzz target's crash (fuzz/README.md): an anchor on a key YAML
+    /// cannot scan left an empty place in the error.
+    #[test]
+    fn a_yaml_scan_error_is_placed_in_the_file() {
+        let error = parse(Path::new(FILE), "&d:\n}").unwrap_err();
+        assert_eq!(error.place, "(file)", "{error}");
+        assert!(error.message.contains("line 2 column 1"), "{error}");
+    }
 
     #[test]
     fn parses_the_documented_shape() {

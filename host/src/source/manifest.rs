@@ -43,7 +43,9 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
     let mut pod: Pod = serde_path_to_error::deserialize(document).map_err(|e| {
         let field = e.path().to_string();
         problem(
-            if field == "." {
+            // The root, or the empty key a YAML scan error leaves behind (`&a:\nb`): the
+            // error is the document's, and its reason gives the line and column.
+            if field == "." || field.is_empty() {
                 "(document)".into()
             } else {
                 field

@@ -12,6 +12,15 @@ fn check(text: &str) {
     }
 }
 
+/// The `manifest` fuzz target's crash (fuzz/README.md): an anchor on a key YAML cannot scan
+/// left an empty field in the problem.
+#[test]
+fn a_yaml_scan_error_names_the_document() {
+    check("&r:\ni");
+    let problem = load("&r:\ni", Path::new("/m/p.yaml"), "node").unwrap_err();
+    assert_eq!(problem.field, "(document)", "{problem}");
+}
+
 /// Values a field of the valid manifest may be replaced with: quantities, numbers, names,
 /// YAML structure, and bytes.
 fn field_value() -> impl Strategy<Value = String> {
