@@ -36,6 +36,7 @@ pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAcce
 pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
 pub use error::{LoadError, PluginError};
 pub use instance::{Fault, LoadedPlugin};
+pub use oci::parsers as oci_parsers;
 pub use oci::{OciError, OciReference, ReferenceError};
 pub use project::{build_project, new_plugin, BuildOptions, Built, Lang, Project};
 pub use records::{

@@ -15,6 +15,18 @@ mod tests;
 pub use reference::{OciReference, ReferenceError};
 pub use store::Store;
 
+/// What a registry sends, read before anything of it is trusted: the manifest and its one
+/// wasm layer, the cosign simple-signing payloads and their signatures, and the store's
+/// digest-named paths. Public (as `wasmlet_plugin_host::oci_parsers`) only so the fuzz targets
+/// in `fuzz/` reach these parsers; the node itself goes through [`Remote`] and [`from_store`].
+pub mod parsers {
+    pub use super::artifact::{
+        Descriptor, Manifest, LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_LAYER_BYTES, WASM_LAYER_MEDIA_TYPE,
+    };
+    pub use super::cosign::{payload, sign, verify, Signature};
+    pub use super::store::Store;
+}
+
 use base64::Engine as _;
 use cosign::Signature;
 use oci_client::errors::{OciDistributionError, OciErrorCode};

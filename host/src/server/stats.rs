@@ -71,8 +71,8 @@ pub fn router(state: StatsState) -> Router {
 }
 
 /// Whether the query asks for CPU and memory only: exactly one `only_cpu_and_memory=true`, as
-/// upstream's handler checks it.
-fn only_cpu_and_memory(query: Option<&str>) -> bool {
+/// upstream's handler checks it. Public so the `kubelet_request` fuzz target (`fuzz/`) reaches it.
+pub fn only_cpu_and_memory(query: Option<&str>) -> bool {
     let values: Vec<&str> = query
         .unwrap_or_default()
         .split('&')

@@ -163,7 +163,8 @@ fn target(url: &str) -> Result<Target, ProxyError> {
 /// The client's headers for the streaming server: all of them (Connection, Upgrade,
 /// X-Stream-Protocol-Version, Sec-WebSocket-*) but the client's credentials, which the
 /// runtime has no use for, and the framing and host, which belong to the new request.
-fn forwarded_headers(client: &HeaderMap, host: &str) -> Result<HeaderMap, ProxyError> {
+/// Public so the `kubelet_request` fuzz target (`fuzz/`) reaches it.
+pub fn forwarded_headers(client: &HeaderMap, host: &str) -> Result<HeaderMap, ProxyError> {
     let mut headers = HeaderMap::with_capacity(client.len());
     for (name, value) in client {
         if name == header::HOST
