@@ -218,17 +218,23 @@ fn rank_by(
         |order| check_indices(order, snapshot.pods.len()),
     )?;
     Ok(Decision {
-        order: order
-            .into_iter()
-            .filter(|&i| {
-                snapshot
-                    .pods
-                    .get(i as usize)
-                    .is_some_and(policy::PodInfo::is_evictable)
-            })
-            .collect(),
+        order: evictable(order, snapshot),
         decided_by,
     })
+}
+
+/// `order` without the pods the host never evicts (critical and static), whatever a plugin
+/// answered.
+fn evictable(order: Vec<u32>, snapshot: &EvictionSnapshot) -> Vec<u32> {
+    order
+        .into_iter()
+        .filter(|&i| {
+            snapshot
+                .pods
+                .get(i as usize)
+                .is_some_and(policy::PodInfo::is_evictable)
+        })
+        .collect()
 }
 
 /// A candidate version's ranking of `snapshot` (evictable pods only, as a decision), or why it

@@ -37,7 +37,7 @@ impl EvictionManager {
         );
         let (snapshot, pods) = self.snapshot(vec![observed]).await;
         let snapshot = Arc::new(snapshot);
-        let (chosen, mut record) = {
+        let (chosen, record) = {
             let (plugins, metrics) = (self.plugins.clone(), self.metrics.clone());
             let (snapshot, threshold) = (snapshot.clone(), threshold.clone());
             // The cycle's span, for the events `decide` logs off the executor.
@@ -78,22 +78,14 @@ impl EvictionManager {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pod_name = name(index);
         warn!(pod = %pod_name, signal = threshold.signal.as_str(), %plugin, grace_s = grace.as_secs(), %message, "evicting pod");
-        self.events.record(
-            &ObjectRef::pod(pod),
-            EventType::Warning,
-            "Evicted",
-            message.clone(),
+        self.record_eviction(
+            pod,
+            pod_name,
+            &message,
+            record,
+            threshold.signal.as_str(),
+            plugin,
         );
-        record.evicted = Some(pod_name);
-        record.message = Some(message.clone());
-        self.log.push(record);
-        self.metrics
-            .evictions
-            .get_or_create(&EvictionLabels {
-                eviction_signal: threshold.signal.as_str().into(),
-                plugin,
-            })
-            .inc();
         let kubelet = crate::metrics::kubelet::kubelet();
         let signal = crate::metrics::kubelet::label("eviction_signal", threshold.signal.as_str());
         kubelet.evictions.get_or_create(&signal).inc();
@@ -103,6 +95,35 @@ impl EvictionManager {
             .observe(stats_taken.elapsed().as_secs_f64());
         self.hand_over(uid, message, grace).await;
         Ok(())
+    }
+
+    /// What every eviction leaves behind: the pod's `Evicted` event, the decision with the
+    /// pod and its message in `/evictions`, and `wasmlet_evictions_total{eviction_signal,plugin}`.
+    pub(super) fn record_eviction(
+        &self,
+        pod: &Pod,
+        pod_name: String,
+        message: &str,
+        mut record: DecisionRecord,
+        signal: &str,
+        plugin: String,
+    ) {
+        self.events.record(
+            &ObjectRef::pod(pod),
+            EventType::Warning,
+            "Evicted",
+            message.to_string(),
+        );
+        record.evicted = Some(pod_name);
+        record.message = Some(message.to_string());
+        self.log.push(record);
+        self.metrics
+            .evictions
+            .get_or_create(&EvictionLabels {
+                eviction_signal: signal.into(),
+                plugin,
+            })
+            .inc();
     }
 
     /// A soft eviction's grace: the pod's own, capped by `evictionMaxPodGracePeriod`.

@@ -6,8 +6,7 @@
 
 use super::decision_log::{self, DecisionRecord, PsiReading};
 use super::{EvictionError, EvictionManager};
-use crate::events::{EventType, ObjectRef};
-use crate::metrics::{decided_by_label, EvictionLabels};
+use crate::metrics::decided_by_label;
 use crate::stats::psi;
 use crate::stats::summary::{PsiData, PsiStats};
 use std::sync::Arc;
@@ -157,22 +156,7 @@ impl EvictionManager {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .last_psi_eviction = Some(now);
-        self.events.record(
-            &ObjectRef::pod(pod),
-            EventType::Warning,
-            "Evicted",
-            message.clone(),
-        );
-        record.evicted = Some(pod_name);
-        record.message = Some(message.clone());
-        self.log.push(record);
-        self.metrics
-            .evictions
-            .get_or_create(&EvictionLabels {
-                eviction_signal: PSI_SIGNAL.into(),
-                plugin,
-            })
-            .inc();
+        self.record_eviction(pod, pod_name, &message, record, PSI_SIGNAL, plugin);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         self.hand_over(uid, message, grace).await;
         Ok(())

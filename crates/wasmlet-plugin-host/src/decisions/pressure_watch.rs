@@ -3,7 +3,7 @@
 //! threshold is met. The host checks the answer as it checks a ranking; what it then evicts
 //! (the window, the `Guaranteed` guard) is the eviction manager's to decide.
 
-use super::{ask, check_indices, Answerer, DecidedBy, EvictionSnapshot};
+use super::{ask, check_indices, evictable, Answerer, DecidedBy, EvictionSnapshot};
 use crate::bindings::convert;
 use crate::cap;
 use crate::config::World;
@@ -84,16 +84,7 @@ impl PluginRegistry {
             },
         )?;
         Ok(answer.map(|evict| PressureDecision {
-            order: evict
-                .pods
-                .into_iter()
-                .filter(|&i| {
-                    snapshot
-                        .pods
-                        .get(i as usize)
-                        .is_some_and(policy::PodInfo::is_evictable)
-                })
-                .collect(),
+            order: evictable(evict.pods, snapshot),
             reason: cap::reason(evict.reason),
             may_evict_guaranteed,
             decided_by,
