@@ -5,11 +5,13 @@
 //! period while it is down.
 
 pub mod events;
+mod running;
 
 use crate::cri::{api, labels, CriClient, CriError, Labels};
 use crate::health::Health;
 use crate::status::StatusStore;
 use events::{StreamMessage, TaskEvent};
+use running::RunningGauges;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -140,6 +142,7 @@ pub struct Pleg {
     oom_killed: HashSet<String>,
     /// When the previous relist began, for `kubelet_pleg_relist_interval_seconds`.
     last_relist: Option<std::time::Instant>,
+    running: RunningGauges,
 }
 
 impl Pleg {
@@ -161,6 +164,7 @@ impl Pleg {
             records: HashMap::new(),
             oom_killed: HashSet::new(),
             last_relist: None,
+            running: RunningGauges::default(),
         }
     }
 
@@ -255,6 +259,8 @@ impl Pleg {
                     return false;
                 };
                 let kind = PlegEventKind::ContainerStarted;
+                self.running
+                    .event(&self.records, &container_id, State::Running);
                 send(
                     events,
                     PlegEvent {
@@ -314,6 +320,8 @@ impl Pleg {
         }
         debug!(%container_id, known = known_uid.is_some(), "container stopped");
         let listed = known_uid.is_some();
+        self.running
+            .event(&self.records, &container_id, State::Exited);
         let node_name = self.selector.get(labels::NODE).cloned().unwrap_or_default();
         tokio::spawn(confirm_exit(
             self.cri.clone(),
@@ -381,8 +389,8 @@ impl Pleg {
         if !found.is_empty() {
             debug!(events = found.len(), "PLEG relist found changes");
         }
-        record_running(&current, &sandbox_ids);
         self.records = current;
+        self.running.relisted(&self.records, sandbox_ids);
         metrics
             .pleg_relist_duration
             .observe(began.elapsed().as_secs_f64());
@@ -427,41 +435,6 @@ async fn confirm_exit(
                 exit: None,
             },
         );
-    }
-}
-
-/// `kubelet_running_pods` (pods with a ready sandbox) and `kubelet_running_containers` by
-/// state, from one relist, as upstream's `updateRunningPodAndContainerMetrics`.
-fn record_running(records: &HashMap<String, Record>, sandbox_ids: &HashSet<String>) {
-    let metrics = crate::metrics::kubelet::kubelet();
-    let mut running_pods = HashSet::new();
-    let mut by_state = [0i64; 4];
-    for (id, record) in records {
-        if sandbox_ids.contains(id) {
-            if record.state == State::Running {
-                running_pods.insert(record.pod_uid.as_str());
-            }
-            continue;
-        }
-        by_state[record.state as usize] += 1;
-    }
-    metrics.running_pods.set(running_pods.len() as i64);
-    for (state, count) in [
-        State::Running,
-        State::Exited,
-        State::Created,
-        State::Unknown,
-    ]
-    .into_iter()
-    .zip(by_state)
-    {
-        metrics
-            .running_containers
-            .get_or_create(&crate::metrics::kubelet::label(
-                "container_state",
-                state.as_str(),
-            ))
-            .set(count);
     }
 }
 
