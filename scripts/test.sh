@@ -44,24 +44,28 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# Cargo's target directories live outside the clone, keyed by the checkout's path, so a clean
-# clone at a path that has been built before starts warm and two checkouts never share
-# artefacts. A checkout that already has its own target/ keeps it. WASMLET_CARGO_CACHE= (empty)
-# turns this off; only the three most recently used keys are kept.
+# Cargo's target directories live outside the clone, in one cache every checkout shares, so a
+# clean clone at any path starts with its dependencies built (cargo keys each path crate's
+# artefacts by its path, so two checkouts never overwrite each other's; registry crates, the
+# bulk of the build, are shared). The SDK tools and components under target/ are cached by a
+# hash of their inputs, so sharing them is safe too. A checkout that already has its own
+# target/ keeps it. WASMLET_CARGO_CACHE= (empty) turns this off; the cache is emptied when it
+# grows past WASMLET_CARGO_CACHE_MAX_GB (default 45).
 CARGO_CACHE=${WASMLET_CARGO_CACHE-/var/cache/wasmlet/cargo-target}
 if [ -n "$CARGO_CACHE" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
-  key=$(pwd -P | sha256sum | cut -c1-16)
+  shared=$CARGO_CACHE/shared
+  if [ -d "$shared" ] && [ "$(du -s --block-size=1G "$shared" | cut -f1)" -gt "${WASMLET_CARGO_CACHE_MAX_GB:-45}" ]; then
+    printf 'cargo cache %s is over %s GB: emptied\n' "$shared" "${WASMLET_CARGO_CACHE_MAX_GB:-45}" >&2
+    rm -rf "${shared:?}"
+  fi
   for tree in target plugins/target tests/guests/target fuzz/target; do
     if [ ! -e "$tree" ] && [ ! -L "$tree" ]; then
-      mkdir -p "$CARGO_CACHE/$key/$tree"
-      ln -s "$CARGO_CACHE/$key/$tree" "$tree"
+      mkdir -p "$shared/$tree"
+      ln -s "$shared/$tree" "$tree"
     fi
   done
-  if [ -d "$CARGO_CACHE/$key" ]; then
-    touch "$CARGO_CACHE/$key"
-    # shellcheck disable=SC2012 # the keys are hex names
-    ls -1t "$CARGO_CACHE" | tail -n +4 | while read -r old; do rm -rf "${CARGO_CACHE:?}/$old"; done
-  fi
+  # The per-checkout keys of earlier versions of this script.
+  find "$CARGO_CACHE" -mindepth 1 -maxdepth 1 -type d ! -name shared -exec rm -rf {} +
 fi
 
 # The grpc probe tests need a gRPC health server in the test image (busybox has none): built
