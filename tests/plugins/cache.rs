@@ -57,3 +57,55 @@ fn a_tampered_or_truncated_cache_entry_is_recompiled_from_the_wasm() {
         .plan_containers(&[], Vec::new(), &Default::default());
     assert!(plugin_decided(&decision), "{:?}", decision.decided_by);
 }
+
+/// Runs as root (as wasmlet does): hands `path` to the `nobody` user.
+fn give_away(path: &Path) {
+    std::os::unix::fs::lchown(path, Some(65534), Some(65534))
+        .unwrap_or_else(|e| panic!("chown {} (these tests run as root): {e}", path.display()));
+}
+
+#[test]
+fn a_cache_directory_or_entry_someone_else_can_write_is_not_trusted() {
+    use std::os::unix::fs::MetadataExt;
+    let path = wasm("gc_default");
+    let bytes = std::fs::read(&path).unwrap();
+    let sha = sha256_hex(&bytes);
+
+    // A directory owned by another user, or a symlink, turns the cache off: nothing is
+    // written there.
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    give_away(&theirs);
+    let engine = PluginEngine::new(Some(theirs.clone())).unwrap();
+    engine.compile(&path, &bytes, &sha, false).unwrap();
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&mine, &link).unwrap();
+    let engine = PluginEngine::new(Some(link)).unwrap();
+    engine.compile(&path, &bytes, &sha, false).unwrap();
+    assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 0);
+
+    // Entries are written 0600; a valid entry that another user owns, or that others may
+    // write, is compiled again and replaced by one of this user's.
+    let cache = dir.path().join("cache");
+    let engine = PluginEngine::new(Some(cache.clone())).unwrap();
+    engine.compile(&path, &bytes, &sha, false).unwrap();
+    let cached = entry(&cache);
+    let digest = cached.with_extension("cwasm.sha256");
+    for file in [&cached, &digest] {
+        assert_eq!(std::fs::metadata(file).unwrap().mode() & 0o777, 0o600);
+    }
+    give_away(&cached);
+    engine.compile(&path, &bytes, &sha, false).unwrap();
+    assert_eq!(std::fs::metadata(&cached).unwrap().uid(), 0, "replaced");
+    std::fs::set_permissions(&digest, std::fs::Permissions::from_mode(0o666)).unwrap();
+    engine.compile(&path, &bytes, &sha, false).unwrap();
+    assert_eq!(
+        std::fs::metadata(&digest).unwrap().mode() & 0o777,
+        0o600,
+        "replaced"
+    );
+}

@@ -360,3 +360,79 @@ fn a_guest_blocked_reading_a_fifo_is_stopped_at_its_deadline() {
         .custom_flags(0o4000)
         .open(&fifo);
 }
+
+/// Threads of this process named `wasm-call` (the plugin call runtime's) now inside an open.
+fn call_threads_in_open() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter(|task| {
+            let read =
+                |file: &str| std::fs::read_to_string(task.path().join(file)).unwrap_or_default();
+            let syscall = read("syscall");
+            read("comm").trim() == "wasm-call"
+                && matches!(syscall.split(' ').next(), Some("2" | "257" | "437"))
+        })
+        .count()
+}
+
+#[test]
+fn fifo_opens_cut_at_their_deadline_never_exhaust_the_blocking_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(dir.path().join("file"), "hello").unwrap();
+    // Four readers of the FIFO, each failed after its fifth fault, pin 20 opens: more than
+    // the call runtime's 16 blocking threads. Then a plugin reads a regular file.
+    let grant = format!(
+        "  capabilities:\n    directories:\n    - {{hostPath: {}, guestPath: /data}}\n",
+        dir.path().display()
+    );
+    let mut config = String::new();
+    for name in ["fifo-0", "fifo-1", "fifo-2", "fifo-3", "file"] {
+        let path = if name == "file" {
+            "/data/file"
+        } else {
+            "/data/fifo"
+        };
+        config += &plugin(
+            name,
+            "probe-handler",
+            &hostile("probe"),
+            &format!(
+                "  limits: {{deadlineMs: {DEADLINE_MS}}}\n  config: {{fault: read, in: check, path: {path}}}\n{grant}"
+            ),
+        );
+    }
+    let setup = registry(&config);
+    for reader in ["fifo-0", "fifo-1", "fifo-2", "fifo-3"] {
+        for _ in 0..5 {
+            let result = prompt("check reading a FIFO", || {
+                setup
+                    .registry
+                    .probe(reader, &probe_request(5000), scope(Duration::from_secs(5)))
+            });
+            assert!(result.message.contains("deadline"), "{}", result.message);
+        }
+    }
+    let result = prompt("check reading a file", || {
+        setup
+            .registry
+            .probe("file", &probe_request(5000), scope(Duration::from_secs(5)))
+    });
+    assert!(
+        result.message.contains("read /data/file: 5 bytes"),
+        "the pool still serves file reads: {}",
+        result.message
+    );
+    assert_eq!(
+        call_threads_in_open(),
+        0,
+        "no call thread is left waiting in an open"
+    );
+}

@@ -16,6 +16,9 @@
 //! for plugins whose limits name `fuel`, and an unmetered one for the rest, which the epoch
 //! deadline and memory cap still bound.
 
+mod blocked_open;
+
+use blocked_open::PoolThreads;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -69,7 +72,7 @@ pub struct PluginEngine {
 /// The runtime behind plugin calls' timers and WASI's blocking I/O. Shut down in the
 /// background when the last engine goes: dropping a runtime must not block, as the last
 /// engine may be dropped on an async executor.
-struct CallRuntime(Option<tokio::runtime::Runtime>);
+struct CallRuntime(Option<tokio::runtime::Runtime>, Arc<PoolThreads>);
 
 impl Drop for CallRuntime {
     fn drop(&mut self) {
@@ -164,8 +167,12 @@ impl PluginEngine {
             thread: thread.thread().clone(),
         });
         let _ = ticker_tx.send(Arc::downgrade(&ticker));
+        let pool_threads = Arc::new(PoolThreads::default());
+        let (on_start, on_stop) = blocked_open::hooks(&pool_threads);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .on_thread_start(on_start)
+            .on_thread_stop(on_stop)
             .max_blocking_threads(16)
             .thread_name("wasm-call")
             .enable_time()
@@ -184,7 +191,7 @@ impl PluginEngine {
             unmetered,
             cache_dir,
             ticker,
-            runtime: Arc::new(CallRuntime(Some(runtime))),
+            runtime: Arc::new(CallRuntime(Some(runtime), pool_threads)),
         })
     }
 
@@ -217,7 +224,18 @@ impl PluginEngine {
             return Some(output);
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        futures_executor::block_on(tokio::time::timeout(left, future)).ok()
+        let output = futures_executor::block_on(tokio::time::timeout(left, future)).ok();
+        if output.is_none() {
+            // The call is dropped; a file open it was waiting on is not (`blocked_open`).
+            let interrupted = self.runtime.1.interrupt_opens();
+            if interrupted > 0 {
+                tracing::debug!(
+                    interrupted,
+                    "interrupted file opens a plugin call left waiting at its deadline"
+                );
+            }
+        }
+        output
     }
 
     /// Runs a registry request (`oci`) to completion on this thread, its I/O driven by the
@@ -275,7 +293,7 @@ impl PluginEngine {
                     }
                 },
                 Err(error) => {
-                    tracing::warn!(cache = %cached.display(), %error, "compile cache entry does not match the digest recorded when it was written; recompiling from the .wasm")
+                    tracing::warn!(cache = %cached.display(), %error, "compile cache entry not trusted (not this user's, writable by others, or not the digest recorded when it was written); recompiling from the .wasm")
                 }
             }
         }
@@ -321,17 +339,51 @@ impl PluginEngine {
 }
 
 /// Creates `dir` (mode 0700) or makes an existing one 0700: compiled code is loaded without
-/// further checks of its instructions, so only this user may write there.
+/// further checks of its instructions, so only this user may write there. An existing
+/// directory must be a real directory (not a symlink) owned by this user: making someone
+/// else's directory 0700 would still leave it theirs to write.
 fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other("it is a symlink, not a directory"));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "it is owned by uid {}, not by this process's uid {me}",
+            meta.uid()
+        )));
+    }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
     if mode != 0o700 {
         return Err(std::io::Error::other(format!("mode is {mode:o}, not 700")));
+    }
+    Ok(())
+}
+
+/// `Err` with the reason unless `path` is a regular file (not a symlink) owned by this user
+/// and writable by no one else: only then is a cache entry trusted.
+fn owned_file(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("unreadable: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!("owned by uid {}, not {me}", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "mode {:o} lets others write it",
+            meta.mode() & 0o777
+        ));
     }
     Ok(())
 }
@@ -345,8 +397,18 @@ fn digest_path(cached: &Path) -> PathBuf {
 /// first: a crash in between leaves an entry whose digest does not match, which is recompiled.
 fn write_verified(cached: &Path, artifact: &[u8]) -> std::io::Result<()> {
     let write = |path: &Path, bytes: &[u8]| {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path))
+        let _ = std::fs::remove_file(&tmp);
+        // 0600 whatever the umask: an entry others can write is not trusted (`owned_file`).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut file| file.write_all(bytes))
+            .and_then(|()| std::fs::rename(&tmp, path))
     };
     write(cached, artifact)?;
     write(&digest_path(cached), sha256_hex(artifact).as_bytes())
@@ -354,6 +416,9 @@ fn write_verified(cached: &Path, artifact: &[u8]) -> std::io::Result<()> {
 
 /// A cache entry's bytes, if their sha256 is the one recorded when wasmlet wrote them.
 fn read_verified(cached: &Path) -> Result<Vec<u8>, String> {
+    for path in [cached, &digest_path(cached)] {
+        owned_file(path).map_err(|reason| format!("{}: {reason}", path.display()))?;
+    }
     let recorded = std::fs::read_to_string(digest_path(cached))
         .map_err(|e| format!("no recorded digest: {e}"))?;
     let artifact = std::fs::read(cached).map_err(|e| format!("unreadable: {e}"))?;
