@@ -257,3 +257,42 @@ spec:
         .map(|(p, r)| (p.to_string(), r))
     );
 }
+
+#[test]
+fn cleanup_unlinks_planted_symlinks_and_never_follows_them() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("data")).unwrap();
+    std::fs::write(outside.path().join("data/keep"), "node data").unwrap();
+    std::fs::write(outside.path().join("file"), "node file").unwrap();
+
+    let volume = volume_dir(root.path(), "uid-1", "empty-dir", "scratch");
+    std::fs::create_dir_all(volume.join("nested")).unwrap();
+    // What a container can plant in its volume: links to a directory and a file of the node,
+    // one deeper down, one dangling, and one to the volume's own parent.
+    symlink(outside.path().join("data"), volume.join("escape")).unwrap();
+    symlink(outside.path().join("file"), volume.join("file-link")).unwrap();
+    symlink(outside.path(), volume.join("nested/up")).unwrap();
+    symlink("/nonexistent/target", volume.join("dangling")).unwrap();
+    symlink("../../..", volume.join("parent")).unwrap();
+
+    cleanup(root.path(), "uid-1");
+
+    assert!(
+        !pod_dir(root.path(), "uid-1").exists(),
+        "the pod's directory is gone"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("data/keep")).unwrap(),
+        "node data"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("file")).unwrap(),
+        "node file"
+    );
+    assert!(
+        root.path().join("pods").is_dir(),
+        "the pods directory stays"
+    );
+}
