@@ -387,8 +387,9 @@ fn fifo_opens_cut_at_their_deadline_never_exhaust_the_blocking_pool() {
         .unwrap();
     assert!(made.success());
     std::fs::write(dir.path().join("file"), "hello").unwrap();
-    // Four readers of the FIFO, each failed after its fifth fault, pin 20 opens: more than
-    // the call runtime's 16 blocking threads. Then a plugin reads a regular file.
+    // Four readers of the FIFO, each failed after its fifth fault: 20 opens cut at their
+    // deadline, each of which would hold its pool thread until a writer came. Then a plugin
+    // reads a regular file, and no pool thread is still in an open.
     let grant = format!(
         "  capabilities:\n    directories:\n    - {{hostPath: {}, guestPath: /data}}\n",
         dir.path().display()

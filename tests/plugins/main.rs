@@ -16,6 +16,7 @@ mod pod_access;
 mod pressure;
 mod probe;
 mod rollout;
+mod storm;
 mod swap;
 mod wasi;
 

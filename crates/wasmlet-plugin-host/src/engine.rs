@@ -173,7 +173,10 @@ impl PluginEngine {
             .worker_threads(1)
             .on_thread_start(on_start)
             .on_thread_stop(on_stop)
-            .max_blocking_threads(16)
+            // Each thread is held at most until its call's deadline (`blocked_open`), so this
+            // bounds how many plugin calls may wait in a file operation at one moment; threads
+            // are made on demand and leave after 10 s idle.
+            .max_blocking_threads(64)
             .thread_name("wasm-call")
             .enable_time()
             .enable_io()
