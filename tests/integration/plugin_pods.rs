@@ -4,7 +4,8 @@
 //! a preStop plugin (hooks-drain) calls the pod's drain endpoint before SIGTERM.
 
 use crate::harness::{
-    built_plugin, condition, container_status, event_time, write_plugin_config, Node, NodeOptions,
+    built_plugin, condition, container_status, event_time, free_port, write_plugin_config, Node,
+    NodeOptions,
 };
 use std::time::Duration;
 
@@ -237,4 +238,68 @@ spec:
         "drained, waited waitMs, then SIGTERM: {text:?}"
     );
     assert!(plugin_report(&node, "drain")["faults"] == 0);
+}
+
+/// A hostNetwork pod's plugin reaches the node's IP, and there only the ports the pod
+/// declares: another port on the node, open and answering, is refused by the scope.
+#[test]
+fn a_host_network_pods_plugin_reaches_only_its_declared_ports_on_the_node() {
+    let (node, _plugins) = node_with_plugins(
+        "t-hostnet-plugin",
+        &format!(
+            "- name: reach\n  world: probe-handler\n  path: {}\n",
+            built_plugin("guest_pod_access").display()
+        ),
+    );
+    let (declared, undeclared) = (free_port(), free_port());
+    node.write_manifest(
+        "hostnet.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: hostnet
+  annotations:
+    probe.wasmlet.dev/web.readiness: reach
+    probe.wasmlet.dev/web.readiness.args: '{{"tcp": {declared}}}'
+    probe.wasmlet.dev/side.readiness: reach
+    probe.wasmlet.dev/side.readiness.args: '{{"tcp": {undeclared}}}'
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: docker.io/library/busybox:local
+    command: [sh, -c, 'httpd -f -p {undeclared} & exec httpd -f -p {declared}']
+    ports: [{{containerPort: {declared}}}]
+    readinessProbe: {{periodSeconds: 1, exec: {{command: ['true']}}}}
+  - name: side
+    image: docker.io/library/busybox:local
+    command: [sleep, '600']
+    readinessProbe: {{periodSeconds: 1, exec: {{command: ['true']}}}}
+"#
+        ),
+    );
+    let pod = node.wait_for(
+        "web ready through the plugin",
+        Duration::from_secs(30),
+        |n| {
+            n.pod("hostnet")
+                .filter(|p| container_status(p, "web")["ready"] == true)
+        },
+    );
+    // The undeclared port is open on the node (the pod shares its network)...
+    node.wait_for(
+        "the undeclared port listens",
+        Duration::from_secs(10),
+        |_| std::net::TcpStream::connect(("127.0.0.1", undeclared)).ok(),
+    );
+    // ...and the plugin is refused it, before any connection is made.
+    let refusal = format!("port {undeclared} is not declared by this pod");
+    node.wait_for("the scope's refusal logged", Duration::from_secs(20), |n| {
+        n.log().contains(&refusal).then_some(())
+    });
+    let pod = node.pod("hostnet").unwrap_or(pod);
+    assert_eq!(container_status(&pod, "side")["ready"], false, "{pod}");
+    assert_eq!(pod["status"]["podIP"], pod["status"]["hostIP"], "{pod}");
 }
