@@ -71,6 +71,8 @@ pub fn raw_node_context(node: &Node) -> NodeContext {
         node_ip: "127.0.0.1".into(),
         pod_logs_dir: node.logs_dir(),
         machine_memory_bytes: wasmlet::machine::machine_memory_bytes(),
+        allocatable_cpu_millis: wasmlet::machine::machine_cpu_millis(),
+        allocatable_memory_bytes: wasmlet::machine::machine_memory_bytes(),
         root_dir: node.dir.path().join("raw-root"),
         dns: pod_config::DnsContext {
             resolv_conf: "/etc/resolv.conf".into(),

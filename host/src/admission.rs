@@ -7,6 +7,7 @@
 
 mod plugins;
 mod predicates;
+pub(crate) use predicates::cpu_and_memory_request;
 mod sysctls;
 #[cfg(test)]
 mod tests;

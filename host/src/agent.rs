@@ -338,6 +338,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
             node_uid_tx,
         ));
     }
+    // Validated when the config was loaded.
+    let reserved = crate::config::reserved::reserved(kubelet).unwrap_or_default();
     let node = Arc::new(NodeRuntime {
         runtime: RuntimeManager {
             cri: cri.clone(),
@@ -346,6 +348,10 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
                 node_ip: config.node_ip.to_string(),
                 pod_logs_dir: PathBuf::from(&kubelet.pod_logs_dir),
                 machine_memory_bytes: crate::machine::machine_memory_bytes(),
+                allocatable_cpu_millis: crate::machine::machine_cpu_millis()
+                    .saturating_sub(reserved.cpu_millis),
+                allocatable_memory_bytes: crate::machine::machine_memory_bytes()
+                    .saturating_sub(reserved.memory_bytes),
                 root_dir: config.root_dir.clone(),
                 dns: crate::kuberuntime::pod_config::DnsContext {
                     cluster_dns: kubelet.cluster_dns.clone(),

@@ -458,7 +458,7 @@ impl PodWorker {
             start_time: self.start_time.clone(),
             previous: previous.as_ref(),
             terminal,
-            applied: self.sync_state.applied_resources().by_id(),
+            applied: self.sync_state.applied_resources(),
         });
         if !self.start_recorded && status.phase.as_deref() == Some("Running") {
             self.start_recorded = true;

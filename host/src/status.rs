@@ -2,13 +2,13 @@
 //! `generateAPIPodStatus` and `getPhase` do (`pkg/kubelet/kubelet_pods.go`), and kept in a
 //! local store that `/pods` serves.
 
+use crate::kuberuntime::resize::AppliedResources;
 use crate::resources::pod_qos;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
     ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
-    ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::HashMap;
@@ -45,9 +45,9 @@ pub struct StatusInput<'a> {
     pub previous: Option<&'a PodStatus>,
     /// Whether the pod will run no more containers (its worker finished it).
     pub terminal: bool,
-    /// Container ID -> the resources it runs with (given at creation or by an in-place
-    /// resize); a running container without an entry runs with its spec's.
-    pub applied: &'a HashMap<String, ResourceRequirements>,
+    /// What each container runs with (given at creation or by an in-place resize; a running
+    /// container without an entry runs with its spec's), and why the last resize failed.
+    pub applied: &'a AppliedResources,
 }
 
 fn terminated_state(
@@ -374,7 +374,7 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         .any(|s| s.restart_count > 0 || s.state.as_ref().is_some_and(|st| st.waiting.is_none()));
     let initialized = incomplete.is_empty() || any_app_started;
     let previous = input.previous;
-    let conditions = vec![
+    let mut conditions = vec![
         condition(
             "PodReadyToStartContainers",
             sandbox.is_some(),
@@ -421,6 +421,13 @@ pub fn generate(input: &StatusInput<'_>) -> PodStatus {
         ),
         condition("PodScheduled", true, None, None, previous),
     ];
+    let all_containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers);
+    conditions.extend(resize::pending(input, previous));
+    conditions.extend(resize::in_progress(input, all_containers, previous));
     PodStatus {
         phase: Some(phase.into()),
         conditions: Some(conditions),
@@ -481,6 +488,7 @@ pub fn mark_evicted(status: &mut PodStatus, message: String) {
 }
 
 mod manager;
+mod resize;
 mod store;
 
 pub use manager::{StatusManager, StatusSink};

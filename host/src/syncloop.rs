@@ -237,7 +237,7 @@ impl SyncLoop {
             start_time: None,
             previous: None,
             terminal: false,
-            applied: &HashMap::new(),
+            applied: &Default::default(),
         });
         self.node.status.set_status(&pod, pending);
         // After a relist that did not list it (and with no cleanup of it under way), the

@@ -13,6 +13,8 @@ mod taints;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use fit::cpu_and_memory_request;
+
 use super::{AdmitAttributes, AdmitHandler, Rejection};
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 use tokio::sync::watch;

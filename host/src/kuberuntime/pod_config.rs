@@ -43,6 +43,11 @@ pub struct NodeContext {
     pub pod_logs_dir: PathBuf,
     /// The machine's memory, which a Burstable container's OOM score is scaled against.
     pub machine_memory_bytes: i64,
+    /// CPU capacity less the reservations (upstream's `GetNodeAllocatableAbsolute`), in
+    /// millicores: no pod may be resized to ask for more.
+    pub allocatable_cpu_millis: i64,
+    /// Memory capacity less the reservations, in bytes: no pod may be resized to ask for more.
+    pub allocatable_memory_bytes: i64,
     /// `--root-dir`: pod volumes live under `<root-dir>/pods/<uid>`.
     pub root_dir: PathBuf,
     /// `clusterDNS`, `clusterDomain` and the host resolver config, for the sandbox's DNS.
@@ -355,6 +360,8 @@ mod tests {
             node_ip: "10.0.0.1".into(),
             pod_logs_dir: "/var/log/pods".into(),
             machine_memory_bytes: 1 << 30,
+            allocatable_cpu_millis: 2000,
+            allocatable_memory_bytes: 1 << 30,
             root_dir: "/var/lib/kubelet".into(),
             dns: DnsContext::default(),
         }

@@ -22,29 +22,53 @@ use tracing::{info, warn};
 /// The resources that take part in an in-place resize.
 const RESIZABLE: [&str; 2] = ["cpu", "memory"];
 
-/// What a running container was given, by container ID.
+/// What each running container of one pod was given, by container ID, and why the last
+/// in-place resize failed, if it did.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AppliedResources(HashMap<String, ResourceRequirements>);
+pub struct AppliedResources {
+    by_id: HashMap<String, ResourceRequirements>,
+    resize_error: Option<String>,
+    infeasible: Option<String>,
+}
 
 impl AppliedResources {
-    /// Container ID -> what it was given.
-    pub fn by_id(&self) -> &HashMap<String, ResourceRequirements> {
-        &self.0
-    }
-
     /// What the container `id` was given, if this process knows.
     pub fn get(&self, id: &str) -> Option<&ResourceRequirements> {
-        self.0.get(id)
+        self.by_id.get(id)
     }
 
     /// Records that the container `id` now runs with `resources`.
     pub fn record(&mut self, id: String, resources: ResourceRequirements) {
-        self.0.insert(id, resources);
+        self.by_id.insert(id, resources);
     }
 
     /// Forgets containers the runtime no longer runs.
     pub fn retain(&mut self, live: impl Fn(&str) -> bool) {
-        self.0.retain(|id, _| live(id));
+        self.by_id.retain(|id, _| live(id));
+    }
+
+    /// Why the last sync's resizes failed (`None`: they succeeded), for the
+    /// `PodResizeInProgress` condition's `Error` reason.
+    pub fn resize_error(&self) -> Option<&str> {
+        self.resize_error.as_deref()
+    }
+
+    /// Why the resize the spec asks for cannot be made on this node at all, if it cannot:
+    /// the `PodResizePending` condition's `Infeasible` message.
+    pub fn infeasible(&self) -> Option<&str> {
+        self.infeasible.as_deref()
+    }
+
+    /// Records whether the spec's resize is infeasible; true when that changed.
+    pub fn set_infeasible(&mut self, message: Option<String>) -> bool {
+        let changed = self.infeasible != message;
+        self.infeasible = message;
+        changed
+    }
+
+    /// The outcome of a sync that resized containers: their errors, joined, or none.
+    pub fn set_resize_errors(&mut self, errors: &[String]) {
+        self.resize_error = (!errors.is_empty()).then(|| errors.join("; "));
     }
 }
 
@@ -57,17 +81,30 @@ impl RuntimeManager {
         pod: &Pod,
         container: &Container,
         id: &str,
+        applied: Option<&ResourceRequirements>,
         outcome: &mut SyncOutcome,
     ) {
         let qos = crate::resources::pod_qos(pod);
         let values =
             super::linux_resources::linux_resources(container, qos, self.node.machine_memory_bytes);
+        outcome.resizes += 1;
         let result = match values {
-            Ok(values) => self
-                .cri
-                .update_container_resources(id, values.to_cri())
-                .await
-                .map_err(|e| e.to_string()),
+            Ok(values) => {
+                let cgroup = format!("{}/{id}", qos.cgroup_parent(crate::podutil::uid(pod)));
+                match memory_decrease_error(
+                    &container.name,
+                    values.memory_limit_in_bytes,
+                    applied,
+                    || crate::stats::cgroup::memory(&cgroup).map(|m| m.usage),
+                ) {
+                    Some(error) => Err(error),
+                    None => self
+                        .cri
+                        .update_container_resources(id, values.to_cri())
+                        .await
+                        .map_err(|e| e.to_string()),
+                }
+            }
             Err(error) => Err(error.to_string()),
         };
         match result {
@@ -86,10 +123,59 @@ impl RuntimeManager {
                     "ResizeError",
                     format!("Resize of container {} failed: {message}", container.name),
                 );
+                outcome.resize_errors.push(message);
                 outcome.requeue = outcome.requeue.min(SYNC_ERROR_RETRY);
             }
         }
     }
+}
+
+/// Upstream's `validatePodResizeMemoryLimits` for one container: a memory limit that is
+/// added or lowered must stay above what the container uses now (`usage`, read only then),
+/// or the kernel would have to reclaim or kill to meet it. `Some` with the reason when not.
+fn memory_decrease_error(
+    container: &str,
+    desired_limit: i64,
+    applied: Option<&ResourceRequirements>,
+    usage: impl FnOnce() -> Option<u64>,
+) -> Option<String> {
+    if desired_limit <= 0 {
+        return None;
+    }
+    let current_limit = applied
+        .and_then(|a| entry(&a.limits, "memory"))
+        .and_then(|q| crate::resources::bytes(q).ok())
+        .unwrap_or(0);
+    if current_limit != 0 && desired_limit >= current_limit {
+        return None;
+    }
+    let reason = match usage() {
+        None => format!("missing container {container:?} memory usage"),
+        Some(used) if used >= desired_limit as u64 => format!(
+            "attempting to set container {container:?} memory limit ({desired_limit}) below current usage ({used})"
+        ),
+        Some(_) => return None,
+    };
+    Some(format!("cannot decrease memory limits: {reason}"))
+}
+
+/// Why `pod` cannot be resized to what its spec now asks on this node at all (upstream's
+/// `canResizePod` capacity check): its cpu or memory requests exceed what the node can
+/// allocate to pods. `None` when they fit.
+pub fn infeasible(pod: &Pod, node: &super::NodeContext) -> Option<String> {
+    let (cpu, memory) = crate::admission::cpu_and_memory_request(pod);
+    let (cpu_capacity, memory_capacity) = (
+        i128::from(node.allocatable_cpu_millis),
+        i128::from(node.allocatable_memory_bytes),
+    );
+    let what = if memory > memory_capacity {
+        format!("memory, requested: {memory}, capacity: {memory_capacity}")
+    } else if cpu > cpu_capacity {
+        format!("cpu, requested: {cpu}, capacity: {cpu_capacity}")
+    } else {
+        return None;
+    };
+    Some(format!("Node didn't have enough capacity: {what}"))
 }
 
 /// What a running container's resources call for.
@@ -195,6 +281,61 @@ mod tests {
             decide(&container("100m", "100Mi", "NotRequired"), None),
             Resize::Update,
             "a container this process did not start gets its spec's values"
+        );
+    }
+
+    #[test]
+    fn a_memory_limit_lowered_below_usage_is_refused_before_the_runtime_is_asked() {
+        let before = spec_resources(&container("100m", "100Mi", "NotRequired"));
+        let mib = 1 << 20;
+        let unused = || panic!("usage is read only for a lower or added limit");
+        assert_eq!(
+            memory_decrease_error("c", 200 * mib, Some(&before), unused),
+            None
+        );
+        assert_eq!(memory_decrease_error("c", 0, Some(&before), unused), None);
+        assert_eq!(
+            memory_decrease_error("c", 50 * mib, Some(&before), || Some(10 * mib as u64)),
+            None
+        );
+        let refused = memory_decrease_error("c", 10 * 1024, Some(&before), || Some(mib as u64));
+        assert_eq!(
+            refused.as_deref(),
+            Some("cannot decrease memory limits: attempting to set container \"c\" memory limit (10240) below current usage (1048576)")
+        );
+        // A limit added where there was none counts as a decrease; no reading is an error.
+        let missing = memory_decrease_error("c", 10 * mib, None, || None);
+        assert!(missing.is_some_and(|m| m.contains("missing container \"c\" memory usage")));
+    }
+
+    #[test]
+    fn a_resize_beyond_what_the_node_can_allocate_is_infeasible() {
+        let node = |cpu: i64, memory: i64| super::super::NodeContext {
+            node_name: "n".into(),
+            node_ip: "10.0.0.1".into(),
+            pod_logs_dir: "/var/log/pods".into(),
+            machine_memory_bytes: memory,
+            allocatable_cpu_millis: cpu,
+            allocatable_memory_bytes: memory,
+            root_dir: "/var/lib/kubelet".into(),
+            dns: Default::default(),
+        };
+        let pod = Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                containers: vec![container("1500m", "512Mi", "NotRequired")],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(infeasible(&pod, &node(2000, 1 << 30)), None);
+        assert_eq!(
+            infeasible(&pod, &node(1000, 1 << 30)).as_deref(),
+            Some("Node didn't have enough capacity: cpu, requested: 1500, capacity: 1000")
+        );
+        assert_eq!(
+            infeasible(&pod, &node(1000, 256 << 20)).as_deref(),
+            Some("Node didn't have enough capacity: memory, requested: 536870912, capacity: 268435456"),
+            "memory is named first, as upstream's"
         );
     }
 

@@ -90,6 +90,9 @@ pub(super) struct SyncOutcome {
     pub pulling: Duration,
     /// Containers created or resized, with the resources they now run with.
     pub applied: Vec<(String, k8s_openapi::api::core::v1::ResourceRequirements)>,
+    /// In-place resizes this sync attempted, and why those that failed did.
+    pub resizes: usize,
+    pub resize_errors: Vec<String>,
 }
 
 impl SyncOutcome {
@@ -260,6 +263,8 @@ impl RuntimeManager {
             touched: Vec::new(),
             pulling: Duration::ZERO,
             applied: Vec::new(),
+            resizes: 0,
+            resize_errors: Vec::new(),
         };
         let hooks = self.hooks(pod, &runtime);
         let facts = PodFacts {
@@ -282,14 +287,38 @@ impl RuntimeManager {
             volume_paths: state.volumes.paths().unwrap_or(&no_volumes),
             hooks: &hooks,
         };
+        // A resize the node can never grant is not attempted; the pod keeps what it has.
+        let infeasible = if actions.resize.is_empty() {
+            None
+        } else {
+            super::resize::infeasible(pod, &self.node)
+        };
+        if infeasible.is_some() {
+            actions.resize.clear();
+        }
+        if state.applied.set_infeasible(infeasible.clone()) {
+            if let Some(message) = infeasible {
+                warn!(%message, "in-place resize is infeasible");
+                self.events.record(
+                    &ObjectRef::pod(pod),
+                    EventType::Warning,
+                    "ResizeInfeasible",
+                    format!("Pod resize Infeasible: {message}"),
+                );
+            }
+        }
         let backoffs = (&mut state.container_backoff, &mut state.image_backoff);
-        self.execute(&ctx, actions, backoffs, &mut outcome).await;
+        self.execute(&ctx, actions, backoffs, &state.applied, &mut outcome)
+            .await;
         state.image_pulling += outcome.pulling;
         runtime
             .refresh_containers(&self.cri, &outcome.touched)
             .await?;
         for (id, resources) in outcome.applied.drain(..) {
             state.applied.record(id, resources);
+        }
+        if outcome.resizes > 0 {
+            state.applied.set_resize_errors(&outcome.resize_errors);
         }
         state
             .applied
@@ -309,6 +338,7 @@ impl RuntimeManager {
         ctx: &StartContext<'_>,
         actions: PodActions,
         (container_backoff, image_backoff): (&mut BackOff, &mut BackOff),
+        applied: &AppliedResources,
         outcome: &mut SyncOutcome,
     ) {
         for kill in &actions.kill {
@@ -371,7 +401,8 @@ impl RuntimeManager {
         }
         for resize in &actions.resize {
             if let Some(container) = spec_container(ctx.pod, &resize.name) {
-                self.resize_container(ctx.pod, &container, &resize.id, outcome)
+                let given = applied.get(&resize.id);
+                self.resize_container(ctx.pod, &container, &resize.id, given, outcome)
                     .await;
             }
         }

@@ -2,6 +2,7 @@ use super::*;
 use crate::cri::api;
 use crate::runtime_status::Sandbox;
 use crate::source::manifest;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::path::Path;
 
 fn pod(text: &str) -> Pod {
@@ -66,7 +67,7 @@ fn generate_probed(
         start_time: None,
         previous: None,
         terminal: false,
-        applied: &HashMap::new(),
+        applied: &Default::default(),
     })
 }
 
@@ -272,5 +273,86 @@ fn a_running_sidecar_initializes_the_pod_and_never_holds_its_phase() {
         sidecar_failed.phase.as_deref(),
         Some("Running"),
         "a sidecar never fails the pod"
+    );
+}
+
+#[test]
+fn a_container_behind_its_spec_shows_the_resize_in_progress_with_the_last_error() {
+    let pod = pod("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: busybox:local\n    resources: {requests: {memory: 64Mi}, limits: {memory: 64Mi}}\n");
+    let runtime = PodRuntimeStatus {
+        sandboxes: vec![Sandbox {
+            id: "s".into(),
+            ready: true,
+            attempt: 0,
+            created_at: 1,
+            ips: vec!["10.88.0.9".into()],
+        }],
+        containers: vec![running("c", 0)],
+    };
+    let (waiting, probes) = (HashMap::new(), HashMap::new());
+    let status_with = |applied: &AppliedResources| {
+        generate(&StatusInput {
+            pod: &pod,
+            runtime: &runtime,
+            waiting: &waiting,
+            probes: &probes,
+            host_ip: "10.0.0.1",
+            runtime_name: "containerd",
+            start_time: None,
+            previous: None,
+            terminal: false,
+            applied,
+        })
+    };
+    let in_progress = |status: &PodStatus| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "PodResizeInProgress")
+            .cloned()
+    };
+    let spec = crate::resources::spec_resources(&pod.spec.as_ref().unwrap().containers[0]);
+    let mut applied = AppliedResources::default();
+    // Nothing recorded, or what the spec asks for: no resize under way.
+    assert_eq!(in_progress(&status_with(&applied)), None);
+    applied.record("c-0".into(), spec.clone());
+    assert_eq!(in_progress(&status_with(&applied)), None);
+
+    // The spec asks for more than the container was given: in progress, then failed.
+    let mut older = spec.clone();
+    older
+        .limits
+        .as_mut()
+        .unwrap()
+        .insert("memory".into(), Quantity("32Mi".into()));
+    applied.record("c-0".into(), older);
+    let condition = in_progress(&status_with(&applied)).expect("in progress");
+    assert_eq!(
+        (condition.status.as_str(), condition.reason),
+        ("True", None)
+    );
+    applied.set_resize_errors(&["cannot decrease memory limits: x".into()]);
+    let condition = in_progress(&status_with(&applied)).expect("in progress");
+    assert_eq!(condition.reason.as_deref(), Some("Error"));
+    assert_eq!(
+        condition.message.as_deref(),
+        Some("cannot decrease memory limits: x")
+    );
+
+    // A resize the node can never grant: pending, infeasible, and not in progress.
+    applied.set_infeasible(Some("Node didn't have enough capacity: memory".into()));
+    let status = status_with(&applied);
+    assert_eq!(in_progress(&status), None);
+    let pending = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodResizePending")
+        .expect("pending");
+    assert_eq!(pending.reason.as_deref(), Some("Infeasible"));
+    assert_eq!(
+        pending.message.as_deref(),
+        Some("Node didn't have enough capacity: memory")
     );
 }

@@ -279,6 +279,16 @@ pub(super) fn pod_request(pod: &Pod, allocatable: &Allocatable) -> Result<Amount
     }
 }
 
+/// The pod's effective `cpu` (millicores) and `memory` (bytes) requests, as upstream's
+/// `resource.GetResourceRequest`; an unreadable quantity counts as zero (the API server
+/// validated them).
+pub(crate) fn cpu_and_memory_request(pod: &Pod) -> (i128, i128) {
+    let (amounts, _) = requests(pod, &|name| matches!(name, "cpu" | "memory"));
+    let amounts = to_units(amounts);
+    let get = |name: &str| amounts.get(name).copied().unwrap_or(0);
+    (get("cpu"), get("memory"))
+}
+
 /// What the active pods requested, in upstream's units (`NodeInfo.Requested`). They were
 /// admitted already, so an unreadable quantity of theirs is reported to `on_bad` and counted
 /// as zero rather than held against the new pod.

@@ -23,11 +23,13 @@ const OWNED_FIELDS: [&str; 12] = [
 /// Fields the node removes from the API copy when its own status has none.
 const CLEARED_FIELDS: [&str; 2] = ["reason", "message"];
 /// The pod conditions the node owns.
-const OWNED_CONDITIONS: [&str; 4] = [
+const OWNED_CONDITIONS: [&str; 6] = [
     "PodReadyToStartContainers",
     "Initialized",
     "Ready",
     "ContainersReady",
+    "PodResizePending",
+    "PodResizeInProgress",
 ];
 
 fn field<'a>(status: &'a Value, name: &str) -> Option<&'a Value> {
