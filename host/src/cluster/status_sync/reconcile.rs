@@ -78,6 +78,21 @@ pub fn patch(ours: &Value, api: Option<&Value>) -> Value {
         }
     }
     if let Some(api) = api {
+        // An owned condition the node no longer shows (a resize that finished) is removed
+        // with a strategic-merge `$patch: delete` of its list element.
+        let gone: Vec<Value> = OWNED_CONDITIONS
+            .iter()
+            .filter(|t| condition(api, t).is_some() && condition(ours, t).is_none())
+            .map(|t| serde_json::json!({"type": t, "$patch": "delete"}))
+            .collect();
+        if !gone.is_empty() {
+            if let Value::Array(conditions) = out
+                .entry("conditions")
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                conditions.extend(gone);
+            }
+        }
         for name in CLEARED_FIELDS {
             if field(api, name).is_some() && field(ours, name).is_none() {
                 out.insert(name.to_string(), Value::Null);
@@ -156,5 +171,19 @@ mod tests {
         assert!(!without_api
             .as_object()
             .is_some_and(|m| m.contains_key("message")));
+    }
+
+    #[test]
+    fn an_owned_condition_the_node_dropped_is_deleted_and_others_are_kept() {
+        let mut api = ours();
+        let conditions = api["conditions"].as_array_mut().expect("conditions");
+        conditions
+            .push(json!({"type": "PodResizeInProgress", "status": "True", "reason": "Error"}));
+        conditions.push(json!({"type": "DisruptionTarget", "status": "True"}));
+        assert!(differs(&api, &ours()));
+        let patch = patch(&ours(), Some(&api));
+        let sent = patch["conditions"].as_array().expect("conditions");
+        assert!(sent.contains(&json!({"type": "PodResizeInProgress", "$patch": "delete"})));
+        assert!(!sent.iter().any(|c| c["type"] == "DisruptionTarget"));
     }
 }
