@@ -3,9 +3,11 @@
 //! everything that reads requests and limits (runtime configs, eviction, admission, the
 //! downward API) depends on it, and it depends on nothing of wasmlet's.
 
+mod applied;
 pub(crate) mod qos;
 mod quantity;
 
+pub use applied::AppliedResources;
 pub use qos::{pod_qos, qos_class, QosClass};
 pub use quantity::{bytes, cpu_millis, parse_milli, QuantityError};
 

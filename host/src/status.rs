@@ -2,7 +2,7 @@
 //! `generateAPIPodStatus` and `getPhase` do (`pkg/kubelet/kubelet_pods.go`), and kept in a
 //! local store that `/pods` serves.
 
-use crate::kuberuntime::resize::AppliedResources;
+use crate::resources::AppliedResources;
 use crate::resources::pod_qos;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;

@@ -3,7 +3,8 @@
 //! runtime holds and the pod's restart back-off, so that every decision is tested without a
 //! runtime (`actions/tests.rs`, in the style of upstream's `TestComputePodActions`).
 
-use super::resize::{AppliedResources, Resize};
+use super::resize::Resize;
+use crate::resources::AppliedResources;
 use crate::backoff::BackOff;
 use crate::cri::api;
 use crate::cri::labels;

@@ -5,7 +5,7 @@
 //! mistaken for a changed definition.
 //!
 //! What each running container was given (at creation or by the last resize) is kept by
-//! container ID in [`AppliedResources`]; the status reports it as `resources`, and the spec's
+//! container ID in [`crate::resources::AppliedResources`]; the status reports it as `resources`, and the spec's
 //! requests as `allocatedResources`. A container this process did not create or resize (the
 //! node agent restarted) has nothing recorded and gets its spec's values again, which is a
 //! no-op when nothing changed.
@@ -13,64 +13,14 @@
 use super::sync::SyncOutcome;
 use super::{RuntimeManager, SYNC_ERROR_RETRY};
 use crate::events::{EventType, ObjectRef};
-use crate::resources::spec_resources;
+use crate::resources::{spec_resources, AppliedResources};
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use tracing::{info, warn};
 
 /// The resources that take part in an in-place resize.
 const RESIZABLE: [&str; 2] = ["cpu", "memory"];
-
-/// What each running container of one pod was given, by container ID, and why the last
-/// in-place resize failed, if it did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AppliedResources {
-    by_id: HashMap<String, ResourceRequirements>,
-    resize_error: Option<String>,
-    infeasible: Option<String>,
-}
-
-impl AppliedResources {
-    /// What the container `id` was given, if this process knows.
-    pub fn get(&self, id: &str) -> Option<&ResourceRequirements> {
-        self.by_id.get(id)
-    }
-
-    /// Records that the container `id` now runs with `resources`.
-    pub fn record(&mut self, id: String, resources: ResourceRequirements) {
-        self.by_id.insert(id, resources);
-    }
-
-    /// Forgets containers the runtime no longer runs.
-    pub fn retain(&mut self, live: impl Fn(&str) -> bool) {
-        self.by_id.retain(|id, _| live(id));
-    }
-
-    /// Why the last sync's resizes failed (`None`: they succeeded), for the
-    /// `PodResizeInProgress` condition's `Error` reason.
-    pub fn resize_error(&self) -> Option<&str> {
-        self.resize_error.as_deref()
-    }
-
-    /// Why the resize the spec asks for cannot be made on this node at all, if it cannot:
-    /// the `PodResizePending` condition's `Infeasible` message.
-    pub fn infeasible(&self) -> Option<&str> {
-        self.infeasible.as_deref()
-    }
-
-    /// Records whether the spec's resize is infeasible; true when that changed.
-    pub fn set_infeasible(&mut self, message: Option<String>) -> bool {
-        let changed = self.infeasible != message;
-        self.infeasible = message;
-        changed
-    }
-
-    /// The outcome of a sync that resized containers: their errors, joined, or none.
-    pub fn set_resize_errors(&mut self, errors: &[String]) {
-        self.resize_error = (!errors.is_empty()).then(|| errors.join("; "));
-    }
-}
 
 impl RuntimeManager {
     /// Gives the running container `id` of `pod` the resources of its spec `container` in

@@ -2,7 +2,7 @@
 //! the actions out (sandbox, kills, starts), building the sandbox config once per sync.
 
 use super::container::StartContext;
-use super::resize::AppliedResources;
+use crate::resources::AppliedResources;
 use super::{
     compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
     SyncError, Unhealthy, SYNC_ERROR_RETRY,
