@@ -2,8 +2,8 @@
 //! `generateAPIPodStatus` and `getPhase` do (`pkg/kubelet/kubelet_pods.go`), and kept in a
 //! local store that `/pods` serves.
 
-use crate::resources::AppliedResources;
 use crate::resources::pod_qos;
+use crate::resources::AppliedResources;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::{

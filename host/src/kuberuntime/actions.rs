@@ -4,11 +4,11 @@
 //! runtime (`actions/tests.rs`, in the style of upstream's `TestComputePodActions`).
 
 use super::resize::Resize;
-use crate::resources::AppliedResources;
 use crate::backoff::BackOff;
 use crate::cri::api;
 use crate::cri::labels;
 use crate::prober::ProbeKind;
+use crate::resources::AppliedResources;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::{Container, Pod};

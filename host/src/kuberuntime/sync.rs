@@ -2,7 +2,6 @@
 //! the actions out (sandbox, kills, starts), building the sandbox config once per sync.
 
 use super::container::StartContext;
-use crate::resources::AppliedResources;
 use super::{
     compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
     SyncError, Unhealthy, SYNC_ERROR_RETRY,
@@ -11,6 +10,7 @@ use crate::backoff::BackOff;
 use crate::config::BackOffConfig;
 use crate::events::{EventType, ObjectRef};
 use crate::fieldpath::PodFacts;
+use crate::resources::AppliedResources;
 use crate::runtime_status::PodRuntimeStatus;
 use crate::status::Waiting;
 use crate::volumes;
