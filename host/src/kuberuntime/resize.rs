@@ -13,7 +13,7 @@
 use super::sync::SyncOutcome;
 use super::{RuntimeManager, SYNC_ERROR_RETRY};
 use crate::events::{EventType, ObjectRef};
-use crate::resources::{spec_resources, AppliedResources};
+use crate::resources::spec_resources;
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
@@ -175,6 +175,7 @@ fn entry<'a>(list: &'a Option<BTreeMap<String, Quantity>>, name: &str) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::AppliedResources;
     use k8s_openapi::api::core::v1::ContainerResizePolicy;
 
     fn container(cpu: &str, memory: &str, memory_policy: &str) -> Container {
