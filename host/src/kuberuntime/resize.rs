@@ -5,8 +5,8 @@
 //! mistaken for a changed definition.
 //!
 //! What each running container was given (at creation or by the last resize) is kept by
-//! container ID in [`crate::resources::AppliedResources`]; the status reports it as `resources`, and the spec's
-//! requests as `allocatedResources`. A container this process did not create or resize (the
+//! container ID in [`crate::resources::AppliedResources`]; the status reports it as
+//! `resources`, and the spec's requests as `allocatedResources`. A container this process did not create or resize (the
 //! node agent restarted) has nothing recorded and gets its spec's values again, which is a
 //! no-op when nothing changed.
 
