@@ -3,7 +3,6 @@
 //! them (the reason in `decidedBy`, events and `/plugins`).
 
 use crate::engine::CompileError;
-use crate::instance::Fault;
 
 /// Why a plugin call gave no usable answer; the caller falls back (or fails the probe).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,4 +51,33 @@ pub enum LoadError {
         /// The linker's complaint (the missing or unknown import).
         detail: String,
     },
+}
+
+/// Why a call did not produce a usable answer; the host then uses its built-in default.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    /// Interrupted at its deadline (ms): the plugin's, or the probe's or hook's.
+    #[error("ran past its {0} ms deadline")]
+    Deadline(u64),
+    /// Ran out of its `fuel` limit.
+    #[error("exhausted its fuel")]
+    Fuel,
+    /// Tried to grow its memory past `memoryMiB`.
+    #[error("exceeded its {0} MiB memory cap")]
+    Memory(u64),
+    /// Any other trap (a panic, unreachable, an out-of-bounds access...).
+    #[error("trapped: {0}")]
+    Trap(String),
+    /// A granted directory could not be opened.
+    #[error("cannot be given its capabilities: {0}")]
+    Grant(String),
+    /// `configure` answered `err`.
+    #[error("configure refused the config: {0}")]
+    Configure(String),
+    /// The call answered `err` (or `self-check` did).
+    #[error("returned an error: {0}")]
+    Error(String),
+    /// The answer failed the host's checks.
+    #[error("answered nonsense: {0}")]
+    Rejected(String),
 }

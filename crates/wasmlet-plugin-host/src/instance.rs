@@ -7,45 +7,17 @@ use crate::bindings::{eviction, gc, hooks, pressure, probe};
 use crate::cap;
 use crate::config::{PluginSpec, World};
 use crate::engine::{PluginEngine, EPOCH_TICK};
-use crate::error::LoadError;
+use crate::error::{Fault, LoadError};
 use crate::limiter::{InstanceLimiter, OverCap};
 use crate::records::PodScope;
 use crate::state::{CallMeta, HostState};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Store, Trap};
-
-/// Why a call did not produce a usable answer; the host then uses its built-in default.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Fault {
-    /// Interrupted at its deadline (ms): the plugin's, or the probe's or hook's.
-    #[error("ran past its {0} ms deadline")]
-    Deadline(u64),
-    /// Ran out of its `fuel` limit.
-    #[error("exhausted its fuel")]
-    Fuel,
-    /// Tried to grow its memory past `memoryMiB`.
-    #[error("exceeded its {0} MiB memory cap")]
-    Memory(u64),
-    /// Any other trap (a panic, unreachable, an out-of-bounds access...).
-    #[error("trapped: {0}")]
-    Trap(String),
-    /// A granted directory could not be opened.
-    #[error("cannot be given its capabilities: {0}")]
-    Grant(String),
-    /// `configure` answered `err`.
-    #[error("configure refused the config: {0}")]
-    Configure(String),
-    /// The call answered `err` (or `self-check` did).
-    #[error("returned an error: {0}")]
-    Error(String),
-    /// The answer failed the host's checks.
-    #[error("answered nonsense: {0}")]
-    Rejected(String),
-}
 
 enum WorldPre {
     Eviction(eviction::EvictionPolicyPre<HostState>),
@@ -317,7 +289,7 @@ impl LoadedPlugin {
         };
         match checked {
             Ok(()) => {
-                *self.warm.lock().unwrap_or_else(|p| p.into_inner()) = Some(warm);
+                *self.warm.lock() = Some(warm);
                 Ok(())
             }
             Err(reason) => Err(Fault::Error(format!("self-check: {}", cap::reason(reason)))),
@@ -342,7 +314,7 @@ impl LoadedPlugin {
             Borrows<'a, 'd>,
         ) -> CallFuture<'a, R>,
     ) -> Result<R, Fault> {
-        let mut slot = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.warm.lock();
         let mut scope = scope;
         let own = now + self.deadline();
         let deadline = match scope.as_mut() {

@@ -6,12 +6,9 @@
 //! host's terms (plain records, [`PluginRegistry`] decisions, typed errors); the generated WIT
 //! bindings stay private, so the crate boundary keeps them from spreading.
 
-#![warn(missing_docs)]
-
 mod bindings;
 mod cap;
 mod config;
-mod decisions;
 mod distribute;
 mod engine;
 mod error;
@@ -24,6 +21,7 @@ mod records;
 mod registry;
 mod selector;
 mod state;
+mod timestamp;
 mod tool;
 mod wasi;
 
@@ -31,11 +29,10 @@ pub use config::{
     Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,
     Rollout, World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
 };
-pub use decisions::{DecidedBy, Decision, EvictionSnapshot, PressureDecision};
 pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};
 pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
-pub use error::{LoadError, PluginError};
-pub use instance::{Fault, LoadedPlugin};
+pub use error::{Fault, LoadError, PluginError};
+pub use instance::LoadedPlugin;
 pub use oci::parsers as oci_parsers;
 pub use oci::{OciError, OciReference, ReferenceError};
 pub use project::{build_project, new_plugin, BuildOptions, Built, Lang, Project};
@@ -46,5 +43,6 @@ pub use records::{
 pub use registry::{
     CandidateRank, PluginRegistry, PluginSlot, PluginState, Rejected, RolloutState, FAULTS_TO_FAIL,
 };
+pub use registry::{DecidedBy, Decision, EvictionSnapshot, PressureDecision};
 pub use selector::{LabelRequirement, Operator, PodSelector};
 pub use tool::{parse_env_grant, parse_grant, test_plugin, validate_plugin, ToolError};

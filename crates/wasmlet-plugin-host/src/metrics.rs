@@ -8,17 +8,12 @@
 //! observation, never a label lookup or an allocation.
 
 use crate::config::World;
-use crate::instance::Fault;
-use crate::registry::{PluginSlot, PluginState};
-use arc_swap::ArcSwap;
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use crate::error::Fault;
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How a call ended, the `result` label of `wasmlet_plugin_calls_total`. Every result but
@@ -198,20 +193,6 @@ impl RolloutResult {
     }
 }
 
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TrialLabels {
-    plugin: String,
-    sha256: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct InfoLabels {
-    plugin: String,
-    world: &'static str,
-    sha256: String,
-    state: &'static str,
-}
-
 /// The histogram buckets of a call's duration: 1 µs doubling to about 1 s (21 bounds). A
 /// warm call of a small policy takes a few µs, a ranking of 110 pods about 5, a probe plugin
 /// doing HTTP a millisecond or more; deadlines are counted in ms.
@@ -284,12 +265,9 @@ impl PluginMetrics {
         }
     }
 
-    /// Registers the families, and the info collector over `slots`, on `registry`.
-    pub(crate) fn register(
-        &self,
-        registry: &mut Registry,
-        slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
-    ) {
+    /// Registers the families on `registry` (the registry adds the collectors that read its
+    /// slots).
+    pub(crate) fn register(&self, registry: &mut Registry) {
         // Counters without `_total`: the encoder appends it to the samples.
         registry.register(
             "plugin_calls",
@@ -321,10 +299,6 @@ impl PluginMetrics {
             "Staged rollouts of eviction plugins, by plugin and result (started, promoted, refused, withdrawn)",
             self.rollouts.clone(),
         );
-        registry.register_collector(Box::new(InfoCollector {
-            slots: slots.clone(),
-        }));
-        registry.register_collector(Box::new(TrialCollector { slots }));
     }
 }
 
@@ -381,114 +355,6 @@ impl SlotMetrics {
                 result: result.as_str(),
             })
             .inc();
-    }
-}
-
-/// `wasmlet_plugin_info`, read from the slots at each scrape, so a version swapped out or a
-/// plugin removed from the config leaves no stale series.
-struct InfoCollector {
-    slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
-}
-
-impl std::fmt::Debug for InfoCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InfoCollector").finish_non_exhaustive()
-    }
-}
-
-/// The `state` label: the slot's [`PluginState`], with `shadow` for a serving shadow plugin
-/// (it ranks for comparison only).
-fn state_label(state: &PluginState, shadow: bool) -> &'static str {
-    match state {
-        PluginState::Serving if shadow => "shadow",
-        PluginState::Serving => "serving",
-        PluginState::NotLoaded => "notLoaded",
-        PluginState::Failed => "failed",
-    }
-}
-
-impl Collector for InfoCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let slots = self.slots.load();
-        let mut family = encoder.encode_descriptor(
-            "plugin_info",
-            "The version of each configured plugin (sha256 of its component, empty when none \
-             loaded) and its state (serving, shadow, failed, notLoaded); always 1",
-            None,
-            MetricType::Gauge,
-        )?;
-        for slot in slots.iter() {
-            let (sha256, state) = slot.info();
-            let labels = InfoLabels {
-                plugin: slot.name.clone(),
-                world: slot.world.as_str(),
-                sha256,
-                state: state_label(&state, slot.shadow),
-            };
-            family.encode_family(&labels)?.encode_gauge(&1i64)?;
-        }
-        Ok(())
-    }
-}
-
-/// Reads one of a candidate's counts.
-type TrialValue = fn(&crate::registry::TrialProgress) -> u32;
-
-/// The progress of each candidate on trial, read from the slots at each scrape (a trial that
-/// ended leaves no series): `wasmlet_plugin_rollout_decisions`,
-/// `wasmlet_plugin_rollout_disagreements` and `wasmlet_plugin_rollout_shadow_cycles` (the
-/// decisions it needs), each `{plugin,sha256}` with the candidate's sha256.
-struct TrialCollector {
-    slots: Arc<ArcSwap<Vec<Arc<PluginSlot>>>>,
-}
-
-impl std::fmt::Debug for TrialCollector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TrialCollector").finish_non_exhaustive()
-    }
-}
-
-impl Collector for TrialCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let trials: Vec<(TrialLabels, crate::registry::TrialProgress)> = self
-            .slots
-            .load()
-            .iter()
-            .filter_map(|slot| {
-                let progress = slot.trial_progress()?;
-                let labels = TrialLabels {
-                    plugin: slot.name.clone(),
-                    sha256: progress.sha256.clone(),
-                };
-                Some((labels, progress))
-            })
-            .collect();
-        let families: [(&str, &str, TrialValue); 3] = [
-            (
-                "plugin_rollout_decisions",
-                "Decisions the candidate version on trial has ranked so far",
-                |p| p.decisions,
-            ),
-            (
-                "plugin_rollout_disagreements",
-                "Decisions the candidate version on trial ranked differently from the serving one",
-                |p| p.disagreements,
-            ),
-            (
-                "plugin_rollout_shadow_cycles",
-                "Decisions the candidate version on trial must rank before it is promoted",
-                |p| p.shadow_cycles,
-            ),
-        ];
-        for (name, help, value) in families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for (labels, progress) in &trials {
-                family
-                    .encode_family(labels)?
-                    .encode_gauge(&i64::from(value(progress)))?;
-            }
-        }
-        Ok(())
     }
 }
 

@@ -3,239 +3,37 @@
 //! validated off the hot path, then swapped in atomically; calls in flight finish on the old
 //! version; a version that fails validation never replaces a working one. An eviction plugin
 //! with `rollout:` first tries a new version as the serving one's candidate (`rollout`).
+//! The host asks its questions through the registry's decisions (`decisions`: rank, plan,
+//! probe, admit, hooks), each falling back to the built-in default; each plugin's version and
+//! counters are its `slot`.
 
+mod collectors;
+mod decisions;
 mod pull;
 mod rollout;
+mod slot;
 
+pub use decisions::{DecidedBy, Decision, EvictionSnapshot, PressureDecision};
 use rollout::Offered;
 pub(crate) use rollout::TrialProgress;
 pub use rollout::{CandidateRank, RolloutState};
+pub use slot::{PluginSlot, PluginState, Rejected};
 
 use crate::config::{self, PluginSource, PluginSpec, World};
 use crate::engine::{sha256_hex, PluginEngine};
-use crate::instance::{Fault, LoadedPlugin};
-use crate::metrics::{CallResult, PluginMetrics, SlotMetrics, SwapResult};
-use crate::records::PodMeta;
-use arc_swap::ArcSwapOption;
+use crate::instance::LoadedPlugin;
+use crate::metrics::{CallResult, PluginMetrics};
 use notify::{RecursiveMode, Watcher};
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 /// Consecutive faults after which a plugin is put in the failed state (the built-in default
 /// serves until a new version or config is loaded).
 pub const FAULTS_TO_FAIL: u32 = 5;
-const LATENCY_SAMPLES: usize = 1024;
-
-/// What an operator sees of a plugin's health.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PluginState {
-    /// Serving its decisions.
-    Serving,
-    /// No version could be loaded yet; the built-in default serves.
-    NotLoaded,
-    /// Faulted repeatedly; the built-in default serves until a new version loads.
-    Failed,
-}
-
-/// A version refused at load or validation.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Rejected {
-    /// The refused component's hash ("" when it could not be read).
-    pub sha256: String,
-    /// Why it was refused.
-    pub reason: String,
-    /// When, in RFC 3339.
-    pub at: String,
-}
-
-#[derive(Debug)]
-struct Stats {
-    state: PluginState,
-    calls: u64,
-    faults: u64,
-    consecutive_faults: u32,
-    swaps: u64,
-    last_fault: Option<String>,
-    last_rejected: Option<Rejected>,
-    latencies: VecDeque<Duration>,
-}
-
-/// One configured plugin and the version serving it.
-pub struct PluginSlot {
-    /// The plugin's configured name.
-    pub name: String,
-    /// The world it serves.
-    pub world: World,
-    /// Ranks for comparison only (see `PluginSpec::shadow`).
-    pub shadow: bool,
-    spec: Mutex<PluginSpec>,
-    current: ArcSwapOption<LoadedPlugin>,
-    stats: Mutex<Stats>,
-    metrics: SlotMetrics,
-    /// What the registry said last, for `oci://` plugins.
-    oci: Mutex<pull::OciState>,
-    /// The candidate on trial and the last trial, for plugins with `rollout:`.
-    rollout: Mutex<rollout::Rollouts>,
-}
-
-/// A time as the API server writes one (`metav1.Time`'s RFC 3339), as `/pods` shows times.
-pub(crate) fn rfc3339(at: SystemTime) -> String {
-    let nanos = at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    jiff::Timestamp::from_nanosecond(nanos)
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-        .to_string()
-}
-
-impl PluginSlot {
-    fn new(spec: PluginSpec, metrics: &PluginMetrics) -> Self {
-        Self {
-            metrics: metrics.slot(&spec.name, spec.world),
-            name: spec.name.clone(),
-            world: spec.world,
-            shadow: spec.shadow,
-            spec: Mutex::new(spec),
-            current: ArcSwapOption::empty(),
-            stats: Mutex::new(Stats {
-                state: PluginState::NotLoaded,
-                calls: 0,
-                faults: 0,
-                consecutive_faults: 0,
-                swaps: 0,
-                last_fault: None,
-                last_rejected: None,
-                latencies: VecDeque::with_capacity(LATENCY_SAMPLES),
-            }),
-            oci: Mutex::new(pull::OciState::default()),
-            rollout: Mutex::new(rollout::Rollouts::default()),
-        }
-    }
-
-    fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
-        self.stats.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Whether this plugin runs for the pod `meta` names: its entry's `selector`, if any.
-    pub fn selects(&self, meta: &PodMeta) -> bool {
-        self.spec
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(meta))
-    }
-
-    /// The version to call now, unless the plugin is not loaded or has failed.
-    pub fn serving(&self) -> Option<Arc<LoadedPlugin>> {
-        if self.stats().state != PluginState::Serving {
-            return None;
-        }
-        self.current.load_full()
-    }
-
-    /// Records a call's outcome (and its latency) against the version that served it.
-    pub(crate) fn record(&self, version: &LoadedPlugin, elapsed: Duration, fault: Option<&Fault>) {
-        self.metrics.call(elapsed, fault);
-        let mut stats = self.stats();
-        stats.calls += 1;
-        if stats.latencies.len() == LATENCY_SAMPLES {
-            stats.latencies.pop_front();
-        }
-        stats.latencies.push_back(elapsed);
-        match fault {
-            None => stats.consecutive_faults = 0,
-            Some(fault) => {
-                stats.faults += 1;
-                stats.consecutive_faults += 1;
-                stats.last_fault = Some(format!("{}: {fault}", rfc3339(SystemTime::now())));
-                warn!(plugin = %self.name, sha256 = %version.sha256, %fault, "plugin fault; the built-in default decides");
-                if stats.consecutive_faults >= FAULTS_TO_FAIL && stats.state == PluginState::Serving
-                {
-                    stats.state = PluginState::Failed;
-                    error!(plugin = %self.name, faults = stats.consecutive_faults, "plugin failed; the built-in default serves until a new version loads");
-                }
-            }
-        }
-    }
-
-    fn reject(&self, sha256: &str, reason: String) {
-        warn!(plugin = %self.name, %sha256, %reason, "plugin version rejected; the serving version stays");
-        self.metrics.swap(SwapResult::Rejected);
-        self.stats().last_rejected = Some(Rejected {
-            sha256: sha256.to_string(),
-            reason,
-            at: rfc3339(SystemTime::now()),
-        });
-    }
-
-    fn install(&self, version: Arc<LoadedPlugin>) {
-        let old = self.current.swap(Some(version));
-        let new = self.current.load();
-        let new_sha = new.as_ref().map(|v| v.sha256.as_str()).unwrap_or("");
-        info!(plugin = %self.name, old_sha256 = old.as_ref().map(|v| v.sha256.as_str()).unwrap_or("none"), new_sha256 = new_sha, "plugin swapped in");
-        let mut stats = self.stats();
-        stats.state = PluginState::Serving;
-        stats.consecutive_faults = 0;
-        stats.swaps += 1;
-        drop(stats);
-        self.metrics.swap(SwapResult::Swapped);
-    }
-
-    /// The serving version's sha256 ("" when none is loaded) and the state, for
-    /// `wasmlet_plugin_info`.
-    pub(crate) fn info(&self) -> (String, PluginState) {
-        let sha256 = self
-            .current
-            .load()
-            .as_ref()
-            .map(|v| v.sha256.clone())
-            .unwrap_or_default();
-        (sha256, self.stats().state.clone())
-    }
-
-    /// The `/plugins` entry.
-    pub fn report(&self) -> serde_json::Value {
-        let rollout = self.rollout_report();
-        let current = self.current.load_full();
-        let stats = self.stats();
-        let mut sorted: Vec<Duration> = stats.latencies.iter().copied().collect();
-        sorted.sort();
-        let percentile = |p: f64| {
-            sorted
-                .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
-                .map(|d| d.as_secs_f64() * 1e6)
-        };
-        let spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
-        serde_json::json!({
-            "name": self.name,
-            "world": self.world.as_str(),
-            "shadow": self.shadow,
-            "path": spec.path,
-            "sha256": current.as_ref().map(|v| v.sha256.clone()),
-            "contract": current.as_ref().and_then(|v| v.contract.clone()),
-            "state": stats.state,
-            "loadedAt": current.as_ref().map(|v| rfc3339(v.loaded_at)),
-            "calls": stats.calls,
-            "faults": stats.faults,
-            "consecutiveFaults": stats.consecutive_faults,
-            "swaps": stats.swaps,
-            "latencyMicros": {"p50": percentile(0.5), "p90": percentile(0.9), "p99": percentile(0.99)},
-            "limits": {"deadlineMs": spec.limits.deadline_ms, "memoryMiB": spec.limits.memory_mib, "fuel": spec.limits.fuel},
-            "lastFault": stats.last_fault,
-            "lastRejected": stats.last_rejected,
-            "selector": spec.selector,
-            "exec": spec.capabilities.exec,
-            "oci": matches!(spec.source, PluginSource::Oci(_)).then(|| self.oci_report()),
-            "rollout": rollout,
-        })
-    }
-}
 
 /// All configured plugins.
 pub struct PluginRegistry {
@@ -300,7 +98,8 @@ impl PluginRegistry {
     /// `wasmlet_plugin_rollout_{decisions,disagreements,shadow_cycles}{plugin,sha256}`. The series count from the
     /// registry's creation, whenever this is called; call it once per Prometheus registry.
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
-        self.metrics.register(registry, self.slots.clone());
+        self.metrics.register(registry);
+        collectors::register(registry, self.slots.clone());
     }
 
     /// The engines the registry compiles with.
@@ -349,18 +148,18 @@ impl PluginRegistry {
     /// Re-reads the config and every `.wasm`; loads, validates and swaps in what changed.
     /// Blocking (it compiles): call it off the async executor.
     pub fn reload(&self) {
-        let _one_at_a_time = self.reload_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _one_at_a_time = self.reload_lock.lock();
         let Some(file) = &self.config_file else {
             return;
         };
         let specs = match config::load(file) {
             Ok(specs) => {
-                *self.config_error.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                *self.config_error.lock() = None;
                 specs
             }
             Err(problem) => {
                 error!(error = %problem, "plugin config rejected; the plugins loaded before keep serving");
-                *self.config_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                *self.config_error.lock() =
                     Some(problem.to_string());
                 return;
             }
@@ -393,7 +192,7 @@ impl PluginRegistry {
             Ok(bytes) => bytes,
             Err(e) => {
                 slot.reject("", format!("cannot read {}: {e}", path.display()));
-                *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec;
+                *slot.spec.lock() = spec;
                 return;
             }
         };
@@ -422,8 +221,8 @@ impl PluginRegistry {
             .last_rejected
             .as_ref()
             .is_some_and(|r| r.sha256 == sha256)
-            && *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) == spec;
-        *slot.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec.clone();
+            && *slot.spec.lock() == spec;
+        *slot.spec.lock() = spec.clone();
         if on_trial {
             return Offered::OnTrial;
         }
@@ -479,7 +278,7 @@ impl PluginRegistry {
             self.slots.load().iter().map(|s| s.report()).collect();
         serde_json::json!({
             "configFile": self.config_file,
-            "configError": *self.config_error.lock().unwrap_or_else(|p| p.into_inner()),
+            "configError": *self.config_error.lock(),
             "plugins": plugins,
         })
     }
@@ -501,7 +300,7 @@ impl PluginRegistry {
         for slot in self.slots.load().iter() {
             // `oci://` plugins are polled (`pull`), not watched.
             if let PluginSource::File(path) =
-                &slot.spec.lock().unwrap_or_else(|p| p.into_inner()).source
+                &slot.spec.lock().source
             {
                 dirs.insert(parent(path));
             }

@@ -3,10 +3,10 @@
 //! a snapshot file and print it beside the built-in default's).
 
 use crate::config::{Capabilities, DirectoryGrant, Limits, PluginSpec, World, CONTRACT_VERSION};
-use crate::decisions::EvictionSnapshot;
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::{contract_version, detect_world, LoadedPlugin};
 use crate::records::PodMeta;
+use crate::registry::EvictionSnapshot;
 use crate::registry::PluginRegistry;
 use crate::wasi;
 use serde::Deserialize;

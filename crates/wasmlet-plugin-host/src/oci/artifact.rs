@@ -111,7 +111,7 @@ pub struct ComponentInfo {
 
 /// The config blob for `wasm`.
 pub fn config(wasm: &[u8], component: &ComponentInfo) -> Vec<u8> {
-    let created = crate::registry::rfc3339(std::time::SystemTime::now());
+    let created = crate::timestamp::rfc3339(std::time::SystemTime::now());
     let config = serde_json::json!({
         "created": created,
         "architecture": "wasm",

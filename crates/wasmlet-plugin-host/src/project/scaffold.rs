@@ -1,5 +1,7 @@
 //! `wasmlet plugin new NAME --world W --lang L`: a project that builds as it is, with a
-//! native test of its logic, in the layout of the language's SDK examples.
+//! native test of its logic, in the layout of the language's SDK examples. The Go, Python and
+//! JavaScript sources are files under `scaffold/<lang>/`, with `@NAME@` (and `@SDK@`)
+//! replaced when written.
 
 use super::sdk::SdkTree;
 use super::{plugin_error, Lang, Manifest, MANIFEST};
@@ -200,650 +202,60 @@ fn rust_lib(world: World, type_name: &str) -> String {
 
 const GO_MOD: &str = "module @NAME@\n\ngo 1.24\n\nrequire wasmlet.dev/plugin v0.0.0\n\nreplace wasmlet.dev/plugin => @SDK@\n";
 
-const GO_EVICTION: &str = r#"// Command @NAME@ is a wasmlet eviction policy: the pods with the most
-// restarts go first.
-package main
+const GO_EVICTION: &str = include_str!("scaffold/go/eviction.go");
 
-import (
-	"cmp"
-	"slices"
+const GO_EVICTION_TEST: &str = include_str!("scaffold/go/eviction_test.go");
 
-	"wasmlet.dev/plugin"
-	"wasmlet.dev/plugin/eviction"
-)
+const GO_PROBE: &str = include_str!("scaffold/go/probe.go");
 
-// @TYPE@ is the policy.
-type @TYPE@ struct{ plugin.NoSelfCheck }
+const GO_PROBE_TEST: &str = include_str!("scaffold/go/probe_test.go");
 
-// Configure takes the plugin config (JSON); this policy has none.
-func (*@TYPE@) Configure(config string) error { return plugin.ParseConfig(config, &struct{}{}) }
+const GO_GC: &str = include_str!("scaffold/go/gc.go");
 
-// Rank lists the evictable pods, most restarts first.
-func (*@TYPE@) Rank(_ *plugin.NodeInfo, _ []plugin.SignalObservation, pods []plugin.PodInfo) ([]uint32, error) {
-	var order []uint32
-	for i := range pods {
-		if pods[i].IsEvictable() {
-			order = append(order, uint32(i))
-		}
-	}
-	slices.SortStableFunc(order, func(a, b uint32) int {
-		return cmp.Compare(pods[b].RestartCount, pods[a].RestartCount)
-	})
-	return order, nil
-}
+const GO_GC_TEST: &str = include_str!("scaffold/go/gc_test.go");
 
-func init() { eviction.Export(&@TYPE@{}) }
+const GO_HOOKS: &str = include_str!("scaffold/go/hooks.go");
 
-func main() {}
-"#;
+const GO_HOOKS_TEST: &str = include_str!("scaffold/go/hooks_test.go");
 
-const GO_EVICTION_TEST: &str = r#"package main
+const PY_EVICTION: &str = include_str!("scaffold/python/eviction.py");
 
-import (
-	"slices"
-	"testing"
+const PY_EVICTION_TEST: &str = include_str!("scaffold/python/test_eviction.py");
 
-	"wasmlet.dev/plugin/plugintest"
-)
+const PY_PROBE: &str = include_str!("scaffold/python/probe.py");
 
-func TestFlappyPodsGoFirst(t *testing.T) {
-	c := plugintest.MemoryPressure().Pod(
-		plugintest.NewPod("default", "calm"),
-		plugintest.NewPod("default", "flappy").Restarts(9),
-		plugintest.NewPod("kube-system", "static").Static(),
-	)
-	got, err := c.RankNames(&@TYPE@{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"default/flappy", "default/calm"}; !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
-"#;
+const PY_PROBE_TEST: &str = include_str!("scaffold/python/test_probe.py");
 
-const GO_PROBE: &str = r#"// Command @NAME@ is a wasmlet probe: succeeds when GET /healthz on the
-// pod's first declared port answers 2xx.
-package main
+const PY_GC: &str = include_str!("scaffold/python/gc.py");
 
-import (
-	"fmt"
+const PY_GC_TEST: &str = include_str!("scaffold/python/test_gc.py");
 
-	"wasmlet.dev/plugin"
-	"wasmlet.dev/plugin/probe"
-)
+const PY_HOOKS: &str = include_str!("scaffold/python/hooks.py");
 
-// @TYPE@ is the probe.
-type @TYPE@ struct{ plugin.NoSelfCheck }
+const PY_HOOKS_TEST: &str = include_str!("scaffold/python/test_hooks.py");
 
-// Configure takes the plugin config (JSON); this probe has none.
-func (*@TYPE@) Configure(config string) error { return plugin.ParseConfig(config, &struct{}{}) }
+const JS_PACKAGE: &str = include_str!("scaffold/js/package.json");
 
-// Check GETs /healthz.
-func (*@TYPE@) Check(req *plugin.ProbeRequest, pod plugin.PodAccess) plugin.ProbeResult {
-	if len(req.Ports) == 0 {
-		return plugin.Failed("the pod declares no port")
-	}
-	resp, err := pod.HTTPGet(req.Ports[0], "/healthz", nil, req.TimeoutMs)
-	if err != nil {
-		return plugin.Failed(err.Error())
-	}
-	if resp.Status < 200 || resp.Status > 299 {
-		return plugin.Failed(fmt.Sprintf("/healthz answered %d", resp.Status))
-	}
-	return plugin.Succeeded(fmt.Sprintf("/healthz answered %d", resp.Status))
-}
+const JS_EVICTION_COMPONENT: &str = include_str!("scaffold/js/eviction_component.js");
 
-func init() { probe.Export(&@TYPE@{}) }
+const JS_EVICTION: &str = include_str!("scaffold/js/eviction.js");
 
-func main() {}
-"#;
+const JS_EVICTION_TEST: &str = include_str!("scaffold/js/eviction.test.js");
 
-const GO_PROBE_TEST: &str = r#"package main
+const JS_PROBE_COMPONENT: &str = include_str!("scaffold/js/probe_component.js");
 
-import (
-	"testing"
+const JS_PROBE: &str = include_str!("scaffold/js/probe.js");
 
-	"wasmlet.dev/plugin"
-	"wasmlet.dev/plugin/plugintest"
-)
+const JS_PROBE_TEST: &str = include_str!("scaffold/js/probe.test.js");
 
-func TestHealthz(t *testing.T) {
-	c := plugintest.NewProbeCase("", 8080)
-	if got := c.Check(&@TYPE@{}); got.Outcome != plugin.Failure {
-		t.Fatalf("nothing listening: %+v", got)
-	}
-	c.Pod.Serve(8080, "/healthz", 200, "ok")
-	if got := c.Check(&@TYPE@{}); got.Outcome != plugin.Success {
-		t.Fatalf("serving: %+v", got)
-	}
-}
-"#;
+const JS_GC_COMPONENT: &str = include_str!("scaffold/js/gc_component.js");
 
-const GO_GC: &str = r#"// Command @NAME@ is a wasmlet GC strategy: the least recently used images
-// first until enough is freed, and every dead container but the newest of each
-// container (all of them once the pod is deleted).
-package main
+const JS_GC: &str = include_str!("scaffold/js/gc.js");
 
-import (
-	"cmp"
-	"slices"
+const JS_GC_TEST: &str = include_str!("scaffold/js/gc.test.js");
 
-	"wasmlet.dev/plugin"
-	"wasmlet.dev/plugin/gc"
-)
+const JS_HOOKS_COMPONENT: &str = include_str!("scaffold/js/hooks_component.js");
 
-// @TYPE@ is the strategy.
-type @TYPE@ struct{ plugin.NoSelfCheck }
+const JS_HOOKS: &str = include_str!("scaffold/js/hooks.js");
 
-// Configure takes the plugin config (JSON); this strategy has none.
-func (*@TYPE@) Configure(config string) error { return plugin.ParseConfig(config, &struct{}{}) }
-
-// PlanImages deletes unused, unpinned images, least recently used first.
-func (*@TYPE@) PlanImages(disk *plugin.DiskInfo, images []plugin.ImageInfo) ([]uint32, error) {
-	var candidates []uint32
-	for i, image := range images {
-		if !image.InUse && !image.Pinned {
-			candidates = append(candidates, uint32(i))
-		}
-	}
-	slices.SortStableFunc(candidates, func(a, b uint32) int {
-		return cmp.Compare(images[a].LastUsedUnixMs, images[b].LastUsedUnixMs)
-	})
-	var plan []uint32
-	var freed uint64
-	for _, i := range candidates {
-		if freed >= disk.BytesToFree {
-			break
-		}
-		plan = append(plan, i)
-		freed += images[i].SizeBytes
-	}
-	return plan, nil
-}
-
-// PlanContainers keeps the newest dead container of each container.
-func (*@TYPE@) PlanContainers(dead []plugin.DeadContainer) ([]uint32, error) {
-	var plan []uint32
-	for i, c := range dead {
-		if c.PodDeleted || c.PerContainerRank > 0 {
-			plan = append(plan, uint32(i))
-		}
-	}
-	return plan, nil
-}
-
-func init() { gc.Export(&@TYPE@{}) }
-
-func main() {}
-"#;
-
-const GO_GC_TEST: &str = r#"package main
-
-import (
-	"slices"
-	"testing"
-
-	"wasmlet.dev/plugin"
-)
-
-func TestLeastRecentlyUsedFirst(t *testing.T) {
-	images := []plugin.ImageInfo{
-		{SizeBytes: 100, LastUsedUnixMs: 30},
-		{SizeBytes: 100, LastUsedUnixMs: 10},
-		{SizeBytes: 100, LastUsedUnixMs: 20, InUse: true},
-	}
-	got, err := (&@TYPE@{}).PlanImages(&plugin.DiskInfo{BytesToFree: 150}, images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []uint32{1, 0}; !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-}
-"#;
-
-const GO_HOOKS: &str = r#"// Command @NAME@ is a wasmlet admission plugin: it refuses pods with a
-// container that sets no memory limit.
-package main
-
-import (
-	"fmt"
-
-	"wasmlet.dev/plugin"
-	"wasmlet.dev/plugin/hooks"
-)
-
-// @TYPE@ is the plugin; it has no post-start or pre-stop hook.
-type @TYPE@ struct {
-	plugin.NoSelfCheck
-	plugin.NoContainerHooks
-}
-
-// Configure takes the plugin config (JSON); this plugin has none.
-func (*@TYPE@) Configure(config string) error { return plugin.ParseConfig(config, &struct{}{}) }
-
-// Admit refuses a pod with a container without a memory limit.
-func (*@TYPE@) Admit(pod *plugin.AdmissionPod) error {
-	for _, c := range pod.Containers {
-		if !c.HasMemoryLimit {
-			return fmt.Errorf("container %s sets no memory limit", c.Name)
-		}
-	}
-	return nil
-}
-
-func init() { hooks.Export(&@TYPE@{}) }
-
-func main() {}
-"#;
-
-const GO_HOOKS_TEST: &str = r#"package main
-
-import (
-	"testing"
-
-	"wasmlet.dev/plugin"
-)
-
-func TestMemoryLimitRequired(t *testing.T) {
-	pod := &plugin.AdmissionPod{Containers: []plugin.AdmissionContainer{{Name: "app", HasMemoryLimit: true}}}
-	if err := (&@TYPE@{}).Admit(pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Containers = append(pod.Containers, plugin.AdmissionContainer{Name: "sidecar"})
-	if err := (&@TYPE@{}).Admit(pod); err == nil {
-		t.Fatal("admitted a container without a memory limit")
-	}
-}
-"#;
-
-const PY_EVICTION: &str = r#""""@NAME@: a wasmlet eviction policy. The pods with the most restarts go first."""
-
-from wasmlet_plugin import parse_config
-from wasmlet_plugin.eviction import EvictionPolicy, world
-
-
-class @TYPE@(EvictionPolicy):
-    def configure(self, text):
-        parse_config(text, {})
-
-    def rank(self, node, pressure, pods):
-        order = [i for i, pod in enumerate(pods) if pod.is_evictable()]
-        order.sort(key=lambda i: -pods[i].restart_count)
-        return order
-
-
-WitWorld = world(@TYPE@)
-"#;
-
-const PY_EVICTION_TEST: &str = r#"import unittest
-
-from wasmlet_plugin.testing import EvictionCase, Pod
-
-from app import @TYPE@
-
-
-class RankTest(unittest.TestCase):
-    def test_flappy_pods_go_first(self):
-        case = EvictionCase().pod(
-            Pod("default", "calm"),
-            Pod("default", "flappy").restarts(9),
-            Pod("kube-system", "static").static(),
-        )
-        self.assertEqual(case.rank_names(@TYPE@()), ["default/flappy", "default/calm"])
-
-
-if __name__ == "__main__":
-    unittest.main()
-"#;
-
-const PY_PROBE: &str = r#""""@NAME@: a wasmlet probe. Succeeds when GET /healthz on the pod's first declared port answers 2xx."""
-
-from wasmlet_plugin import ProbeResult, parse_config
-from wasmlet_plugin.probe import ProbeHandler, world
-
-
-class @TYPE@(ProbeHandler):
-    def configure(self, text):
-        parse_config(text, {})
-
-    def check(self, request, pod):
-        if not request.ports:
-            return ProbeResult.failure("the pod declares no port")
-        try:
-            response = pod.http_get(request.ports[0], "/healthz", timeout_ms=request.timeout_ms)
-        except Exception as e:
-            return ProbeResult.failure(str(e))
-        if 200 <= response.status <= 299:
-            return ProbeResult.success(f"/healthz answered {response.status}")
-        return ProbeResult.failure(f"/healthz answered {response.status}")
-
-
-WitWorld = world(@TYPE@)
-"#;
-
-const PY_PROBE_TEST: &str = r#"import unittest
-
-from wasmlet_plugin import ProbeOutcome
-from wasmlet_plugin.testing import MockPod, probe_request
-
-from app import @TYPE@
-
-
-class CheckTest(unittest.TestCase):
-    def test_healthz(self):
-        pod = MockPod()
-        self.assertEqual(@TYPE@().check(probe_request("", 8080), pod).outcome, ProbeOutcome.FAILURE)
-        pod.serve(8080, "/healthz", 200, "ok")
-        self.assertEqual(@TYPE@().check(probe_request("", 8080), pod).outcome, ProbeOutcome.SUCCESS)
-
-
-if __name__ == "__main__":
-    unittest.main()
-"#;
-
-const PY_GC: &str = r#""""@NAME@: a wasmlet GC strategy. The least recently used unused images go first
-until enough is freed, and every dead container but the newest of each container (all of
-them once the pod is deleted). GcStrategy's own plans are upstream's: drop a method to use them."""
-
-from wasmlet_plugin import parse_config
-from wasmlet_plugin.gc import GcStrategy, world
-
-
-class @TYPE@(GcStrategy):
-    def configure(self, text):
-        parse_config(text, {})
-
-    def plan_images(self, disk, images):
-        candidates = [i for i, image in enumerate(images) if not image.in_use and not image.pinned]
-        candidates.sort(key=lambda i: images[i].last_used_unix_ms)
-        plan, freed = [], 0
-        for i in candidates:
-            if freed >= disk.bytes_to_free:
-                break
-            plan.append(i)
-            freed += images[i].size_bytes
-        return plan
-
-    def plan_containers(self, dead):
-        return [i for i, c in enumerate(dead) if c.pod_deleted or c.per_container_rank > 0]
-
-
-WitWorld = world(@TYPE@)
-"#;
-
-const PY_GC_TEST: &str = r#"import unittest
-
-from wasmlet_plugin.testing import MI, GcCase, Image
-
-from app import @TYPE@
-
-
-class PlanTest(unittest.TestCase):
-    def test_least_recently_used_images_first(self):
-        case = GcCase().bytes_to_free(150 * MI).image(
-            Image("recent:1").used_minutes_ago(10),
-            Image("old:1").used_minutes_ago(300),
-            Image("running:1").used_minutes_ago(900).in_use(),
-        )
-        self.assertEqual(case.plan_image_tags(@TYPE@()), ["old:1", "recent:1"])
-
-    def test_the_newest_dead_container_of_each_container_stays(self):
-        case = GcCase().dead_container(0, 0, 5).dead_container(0, 1, 10).dead_container(1, 0, 1).pod_deleted(1)
-        self.assertEqual(case.plan_containers(@TYPE@()), [1, 2])
-
-
-if __name__ == "__main__":
-    unittest.main()
-"#;
-
-const PY_HOOKS: &str = r#""""@NAME@: a wasmlet admission plugin. Refuses pods with a container that sets no memory limit."""
-
-from wasmlet_plugin import parse_config
-from wasmlet_plugin.hooks import LifecycleHooks, world
-
-
-class @TYPE@(LifecycleHooks):
-    def configure(self, text):
-        parse_config(text, {})
-
-    def admit(self, pod):
-        for c in pod.containers:
-            if not c.has_memory_limit:
-                raise ValueError(f"container {c.name} sets no memory limit")
-
-
-WitWorld = world(@TYPE@)
-"#;
-
-const PY_HOOKS_TEST: &str = r#"import unittest
-
-from wasmlet_plugin import AdmissionContainer, AdmissionPod, QosClass
-
-from app import @TYPE@
-
-
-def pod(*containers):
-    return AdmissionPod(0, 0, QosClass.BURSTABLE, False, False, list(containers))
-
-
-class AdmitTest(unittest.TestCase):
-    def test_memory_limit_required(self):
-        limited = AdmissionContainer("app", False, True, True, True, True)
-        @TYPE@().admit(pod(limited))
-        with self.assertRaises(ValueError):
-            @TYPE@().admit(pod(limited, AdmissionContainer("sidecar", False, True, True, True, False)))
-
-
-if __name__ == "__main__":
-    unittest.main()
-"#;
-
-const JS_PACKAGE: &str = r#"{
-  "name": "@NAME@",
-  "version": "0.1.0",
-  "private": true,
-  "type": "module",
-  "description": "A wasmlet plugin (world @WORLD@)",
-  "scripts": {
-    "test": "node --test"
-  },
-  "dependencies": {
-    "wasmlet-plugin-sdk": "file:@SDK@"
-  }
-}
-"#;
-
-const JS_EVICTION_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the policy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.2';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
-import { evictionWorld } from 'wasmlet-plugin-sdk/eviction';
-import { @TYPE@ } from './plugin.js';
-
-export const { configure, selfCheck, rank } = evictionWorld(@TYPE@, { host, podMeta });
-"#;
-
-const JS_EVICTION: &str = r#"// @NAME@: a wasmlet eviction policy. The pods with the most restarts go first.
-import { isEvictable, parseConfig } from 'wasmlet-plugin-sdk';
-
-export class @TYPE@ {
-  configure(text) {
-    parseConfig(text, {});
-  }
-
-  rank(node, pressure, pods) {
-    const order = [];
-    pods.forEach((pod, i) => { if (isEvictable(pod)) order.push(i); });
-    return order.sort((a, b) => pods[b].restartCount - pods[a].restartCount || a - b);
-  }
-}
-"#;
-
-const JS_EVICTION_TEST: &str = r#"import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { EvictionCase, Pod } from 'wasmlet-plugin-sdk/testing';
-import { @TYPE@ } from './plugin.js';
-
-test('flappy pods go first', () => {
-  const c = new EvictionCase().pod(
-    new Pod('default', 'calm'),
-    new Pod('default', 'flappy').restarts(9),
-    new Pod('kube-system', 'static').static(),
-  );
-  assert.deepEqual(c.rankNames(new @TYPE@()), ['default/flappy', 'default/calm']);
-});
-"#;
-
-const JS_PROBE_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the probe as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.2';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
-import { probeWorld } from 'wasmlet-plugin-sdk/probe';
-import { @TYPE@ } from './plugin.js';
-
-export const { configure, selfCheck, check } = probeWorld(@TYPE@, { host, podAccess });
-"#;
-
-const JS_PROBE: &str = r#"// @NAME@: a wasmlet probe. Succeeds when GET /healthz on the pod's first declared port answers 2xx.
-import { ProbeResult, parseConfig } from 'wasmlet-plugin-sdk';
-
-export class @TYPE@ {
-  configure(text) {
-    parseConfig(text, {});
-  }
-
-  check(request, pod) {
-    if (request.ports.length === 0) return ProbeResult.failure('the pod declares no port');
-    let response;
-    try {
-      response = pod.httpGet(request.ports[0], '/healthz', [], request.timeoutMs);
-    } catch (e) {
-      return ProbeResult.failure(String(e?.message ?? e));
-    }
-    const message = `/healthz answered ${response.status}`;
-    return response.status >= 200 && response.status <= 299
-      ? ProbeResult.success(message)
-      : ProbeResult.failure(message);
-  }
-}
-"#;
-
-const JS_PROBE_TEST: &str = r#"import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { MockPod, probeRequest } from 'wasmlet-plugin-sdk/testing';
-import { @TYPE@ } from './plugin.js';
-
-test('healthz', () => {
-  const pod = new MockPod();
-  assert.equal(new @TYPE@().check(probeRequest('', 8080), pod).outcome, 'failure');
-  pod.serve(8080, '/healthz', 200, 'ok');
-  assert.equal(new @TYPE@().check(probeRequest('', 8080), pod).outcome, 'success');
-});
-"#;
-
-const JS_GC_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the strategy as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.2';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
-import { gcWorld } from 'wasmlet-plugin-sdk/gc';
-import { @TYPE@ } from './plugin.js';
-
-export const { configure, selfCheck, planImages, planContainers } = gcWorld(@TYPE@, { host, podMeta });
-"#;
-
-const JS_GC: &str = r#"// @NAME@: a wasmlet GC strategy. The least recently used unused images go first until
-// enough is freed, and every dead container but the newest of each container (all of them
-// once the pod is deleted). Without planImages or planContainers, a strategy plans
-// upstream's way (wasmlet-plugin-sdk/gc's defaults). u64 fields are BigInt above 2^52:
-// sums are done in BigInt.
-import { parseConfig } from 'wasmlet-plugin-sdk';
-
-export class @TYPE@ {
-  configure(text) {
-    parseConfig(text, {});
-  }
-
-  planImages(disk, images) {
-    const candidates = [];
-    images.forEach((image, i) => { if (!image.inUse && !image.pinned) candidates.push(i); });
-    const used = (i) => images[i].lastUsedUnixMs;
-    candidates.sort((a, b) => (used(a) < used(b) ? -1 : used(a) > used(b) ? 1 : a - b));
-    const plan = [];
-    let freed = 0n;
-    for (const i of candidates) {
-      if (freed >= BigInt(disk.bytesToFree)) break;
-      plan.push(i);
-      freed += BigInt(images[i].sizeBytes);
-    }
-    return plan;
-  }
-
-  planContainers(dead) {
-    const plan = [];
-    dead.forEach((c, i) => { if (c.podDeleted || c.perContainerRank > 0) plan.push(i); });
-    return plan;
-  }
-}
-"#;
-
-const JS_GC_TEST: &str = r#"import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { GcCase, Image, MI } from 'wasmlet-plugin-sdk/testing';
-import { @TYPE@ } from './plugin.js';
-
-test('least recently used images first', () => {
-  const c = new GcCase().bytesToFree(150n * MI).image(
-    new Image('recent:1').usedMinutesAgo(10),
-    new Image('old:1').usedMinutesAgo(300),
-    new Image('running:1').usedMinutesAgo(900).inUse(),
-  );
-  assert.deepEqual(c.planImageTags(new @TYPE@()), ['old:1', 'recent:1']);
-});
-
-test('the newest dead container of each container stays', () => {
-  const c = new GcCase().deadContainer(0, 0, 5).deadContainer(0, 1, 10).deadContainer(1, 0, 1).podDeleted(1);
-  assert.deepEqual(c.planContainers(new @TYPE@()), [1, 2]);
-});
-"#;
-
-const JS_HOOKS_COMPONENT: &str = r#"// The component's entry: the WIT imports, and the hooks as the world's exports.
-import * as host from 'wasmlet:plugin/host@0.1.2';
-import * as podMeta from 'wasmlet:plugin/pod-meta@0.1.2';
-import * as podAccess from 'wasmlet:plugin/pod-access@0.1.2';
-import { hooksWorld } from 'wasmlet-plugin-sdk/hooks';
-import { @TYPE@ } from './plugin.js';
-
-export const { configure, selfCheck, admit, postStart, preStop } =
-  hooksWorld(@TYPE@, { host, podMeta, podAccess });
-"#;
-
-const JS_HOOKS: &str = r#"// @NAME@: a wasmlet admission plugin. Refuses pods with a container that sets no memory limit.
-import { parseConfig } from 'wasmlet-plugin-sdk';
-
-export class @TYPE@ {
-  configure(text) {
-    parseConfig(text, {});
-  }
-
-  admit(pod) {
-    for (const c of pod.containers) {
-      if (!c.hasMemoryLimit) throw new Error(`container ${c.name} sets no memory limit`);
-    }
-  }
-}
-"#;
-
-const JS_HOOKS_TEST: &str = r#"import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { @TYPE@ } from './plugin.js';
-
-const container = (name, hasMemoryLimit) => ({
-  name, isInit: false, hasCpuRequest: true, hasMemoryRequest: true, hasCpuLimit: true, hasMemoryLimit,
-});
-
-test('a memory limit is required', () => {
-  const pod = { index: 0, priority: 0, qos: 'burstable', isStatic: false, isCritical: false, containers: [container('app', true)] };
-  new @TYPE@().admit(pod);
-  pod.containers.push(container('sidecar', false));
-  assert.throws(() => new @TYPE@().admit(pod), /sidecar sets no memory limit/);
-});
-"#;
+const JS_HOOKS_TEST: &str = include_str!("scaffold/js/hooks.test.js");

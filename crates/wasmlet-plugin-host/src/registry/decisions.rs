@@ -7,8 +7,8 @@
 use crate::bindings::{convert, types};
 use crate::cap;
 use crate::config::World;
-use crate::error::PluginError;
-use crate::instance::{Borrows, CallFuture, Fault, LoadedPlugin, WorldBindings};
+use crate::error::{Fault, PluginError};
+use crate::instance::{Borrows, CallFuture, LoadedPlugin, WorldBindings};
 use crate::metrics::CallResult;
 use crate::records::{PodMeta, PodScope};
 use crate::registry::{CandidateRank, PluginRegistry, PluginSlot};

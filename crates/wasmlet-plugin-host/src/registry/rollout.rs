@@ -7,12 +7,14 @@
 //! serving version never stops serving. Kubewarden's monitor mode only logs what a policy would
 //! do; here that log is the evidence the swap waits for.
 
-use super::{rfc3339, PluginRegistry, PluginSlot};
+use super::decisions::{rank_candidate, Decision, EvictionSnapshot};
+use super::{PluginRegistry, PluginSlot};
 use crate::config::Rollout;
-use crate::decisions::{rank_candidate, Decision, EvictionSnapshot};
 use crate::instance::LoadedPlugin;
 use crate::metrics::RolloutResult;
-use std::sync::{Arc, MutexGuard};
+use crate::timestamp::rfc3339;
+use parking_lot::MutexGuard;
+use std::sync::Arc;
 use std::time::SystemTime;
 use tracing::{info, warn};
 
@@ -111,7 +113,7 @@ pub(super) enum Offered {
 
 impl PluginSlot {
     fn rollouts(&self) -> MutexGuard<'_, Rollouts> {
-        self.rollout.lock().unwrap_or_else(|p| p.into_inner())
+        self.rollout.lock()
     }
 
     /// Whether `sha256`, loaded for `spec`, is the candidate on trial.
@@ -264,7 +266,6 @@ impl PluginSlot {
         let rollout = self
             .spec
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .rollout?;
         Some(serde_json::json!({
             "state": RolloutState::Idle,
