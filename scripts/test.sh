@@ -154,6 +154,12 @@ export WASMLET_TEST_CLUSTER_DIR=${WASMLET_TEST_CLUSTER_DIR:-/var/lib/wasmlet-tes
 CLUSTER_STARTED=$WASMLET_TEST_CLUSTER_DIR
 scripts/control-plane.sh start "$WASMLET_TEST_CLUSTER_DIR" >/dev/null
 
+step "cosign: built from its Go module (cached by version), for tests/cosign_interop.rs"
+# The real cosign signs what wasmlet verifies and verifies what wasmlet signs; the tests find it
+# through WASMLET_COSIGN (and fail under CI=true without it).
+WASMLET_COSIGN="$(scripts/cosign.sh | tail -1)"
+export WASMLET_COSIGN
+
 step "cargo test (unit + integration, real containerd, real control plane)"
 # The disk's fill level, for reading a failure: test nodes ignore it (tests/integration/harness.rs).
 df -h / /var/lib/containerd >&2 || true
