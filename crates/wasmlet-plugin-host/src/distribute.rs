@@ -4,7 +4,7 @@
 use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::detect_world;
 use crate::oci::artifact::{self, ComponentInfo};
-use crate::oci::{self, OciReference, Remote};
+use crate::oci::{self, cosign, OciReference, Remote};
 use crate::tool::{plugin_error, ToolError};
 use std::path::{Path, PathBuf};
 
@@ -141,7 +141,9 @@ pub fn pull_plugin(
 }
 
 /// Signs the manifest `reference` names (a tag is resolved to its digest first) with the P-256
-/// private key in `key` (PEM), stored as cosign stores signatures. Returns a report to print.
+/// private key in `key`: cosign's encrypted key file (password from `COSIGN_PASSWORD`, empty
+/// when unset) or an unencrypted PKCS#8 or SEC1 PEM. The signature goes to the `.sig` tag
+/// (`sha256-<hex>.sig`), which every cosign release reads. Returns a report to print.
 pub fn sign_plugin(
     reference: &str,
     key: &Path,
@@ -150,10 +152,12 @@ pub fn sign_plugin(
     let reference = parse(reference)?;
     let pem = std::fs::read_to_string(key)
         .map_err(|e| plugin_error(key, format!("cannot read the key: {e}")))?;
+    let signing_key = cosign::signing_key(&pem, &cosign::Password::from_env())
+        .map_err(|e| plugin_error(key, e.to_string()))?;
     let remote = remote(&reference, access)?;
     let (digest, tag) = run(&reference, async {
         let digest = remote.resolve().await?;
-        let tag = remote.sign(&digest, &pem).await?;
+        let tag = remote.sign(&digest, &signing_key).await?;
         Ok((digest, tag))
     })?;
     Ok(format!(

@@ -8,6 +8,7 @@ pub(crate) mod artifact;
 mod auth;
 pub(crate) mod cosign;
 mod reference;
+mod signatures;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -23,12 +24,10 @@ pub mod parsers {
     pub use super::artifact::{
         Descriptor, Manifest, LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_LAYER_BYTES, WASM_LAYER_MEDIA_TYPE,
     };
-    pub use super::cosign::{payload, sign, verify, Signature};
+    pub use super::cosign::{bundle, payload, sign, verify, verify_attached, Attached, Signature};
     pub use super::store::Store;
 }
 
-use base64::Engine as _;
-use cosign::Signature;
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
 use std::path::Path;
@@ -237,51 +236,6 @@ impl Remote {
         Ok(bytes)
     }
 
-    /// The signatures cosign stored for the manifest `digest` (none when it has none).
-    pub async fn signatures(&self, digest: &str) -> Result<Vec<Signature>, OciError> {
-        self.login().await;
-        let tag = cosign::signature_tag(digest);
-        let image = self.reference.at_tag(&tag).client_reference();
-        let body = match self
-            .client
-            .pull_manifest_raw(
-                &image,
-                &self.auth,
-                &[
-                    artifact::MANIFEST_MEDIA_TYPE,
-                    artifact::DOCKER_MANIFEST_MEDIA_TYPE,
-                ],
-            )
-            .await
-        {
-            Ok((body, _)) => body,
-            Err(e) if not_found(&e) => return Ok(Vec::new()),
-            Err(e) => return Err(self.error(&format!("pulling the signatures {tag}"), e)),
-        };
-        let manifest = artifact::Manifest::parse(&body)
-            .map_err(|e| OciError::refused(&self.reference, format!("signatures {tag}: {e}")))?;
-        let mut signatures = Vec::new();
-        for layer in manifest
-            .layers
-            .iter()
-            .filter(|l| l.media_type == cosign::SIMPLE_SIGNING_MEDIA_TYPE)
-        {
-            let Some(signature) = layer
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(cosign::SIGNATURE_ANNOTATION))
-            else {
-                continue;
-            };
-            let payload = self.blob(&layer.digest, layer.size, 1 << 20).await?;
-            signatures.push(Signature {
-                payload: base64::engine::general_purpose::STANDARD.encode(payload),
-                signature: signature.clone(),
-            });
-        }
-        Ok(signatures)
-    }
-
     /// Pushes `wasm` (with its config) as a wasm artifact to the reference's tag; returns the
     /// manifest digest.
     pub async fn push(&self, wasm: &[u8], config: &[u8]) -> Result<String, OciError> {
@@ -318,65 +272,6 @@ impl Remote {
             .await
             .map_err(|e| self.error("pushing the manifest", e))?;
         Ok(digest)
-    }
-
-    /// Adds a signature by `private_key_pem` of the manifest `digest` to the signatures cosign
-    /// would find (`sha256-<hex>.sig`), keeping those already there.
-    pub async fn sign(&self, digest: &str, private_key_pem: &str) -> Result<String, OciError> {
-        self.login().await;
-        let payload = cosign::payload(&self.reference.repository_name(), digest);
-        let signature = cosign::sign(private_key_pem, &payload)
-            .map_err(|e| OciError::refused(&self.reference, e))?;
-        let tag = cosign::signature_tag(digest);
-        let image = self.reference.at_tag(&tag).client_reference();
-        let mut layers: Vec<serde_json::Value> = match self
-            .client
-            .pull_manifest_raw(&image, &self.auth, &[artifact::MANIFEST_MEDIA_TYPE])
-            .await
-        {
-            Ok((body, _)) => serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|m| m.get("layers").and_then(|l| l.as_array()).cloned())
-                .unwrap_or_default(),
-            Err(e) if not_found(&e) => Vec::new(),
-            Err(e) => return Err(self.error(&format!("pulling the signatures {tag}"), e)),
-        };
-        let payload_digest = digest_of(&payload);
-        self.client
-            .push_blob(&image, payload.clone(), &payload_digest)
-            .await
-            .map_err(|e| self.error("pushing the signature payload", e))?;
-        layers.retain(|l| {
-            l["annotations"][cosign::SIGNATURE_ANNOTATION].as_str() != Some(signature.as_str())
-        });
-        layers.push(serde_json::json!({
-            "mediaType": cosign::SIMPLE_SIGNING_MEDIA_TYPE,
-            "digest": payload_digest,
-            "size": payload.len(),
-            "annotations": {cosign::SIGNATURE_ANNOTATION: signature},
-        }));
-        let diff_ids: Vec<&serde_json::Value> = layers.iter().map(|l| &l["digest"]).collect();
-        let config = serde_json::to_vec(&serde_json::json!({
-            "architecture": "",
-            "os": "",
-            "config": {},
-            "rootfs": {"type": "layers", "diff_ids": diff_ids},
-        }))
-        .unwrap_or_default();
-        let config_digest = digest_of(&config);
-        self.client
-            .push_blob(&image, config.clone(), &config_digest)
-            .await
-            .map_err(|e| self.error("pushing the signature config", e))?;
-        let manifest = serde_json::to_vec(&serde_json::json!({
-            "schemaVersion": 2,
-            "mediaType": artifact::MANIFEST_MEDIA_TYPE,
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": config.len()},
-            "layers": layers,
-        }))
-        .unwrap_or_default();
-        self.push_manifest(&image, manifest).await?;
-        Ok(tag)
     }
 
     /// The manifest `digest` and its component, pulled, each checked against its digest.
@@ -427,9 +322,9 @@ pub fn from_store(
     Ok(store.blob(&layer.digest))
 }
 
-/// Checks the signatures of the manifest `digest` against the PEM public key at `key`: those
-/// the store keeps first, then (when `remote` is given and those do not pass) the registry's,
-/// which are kept when they pass.
+/// Checks the signatures of the manifest `digest` against the PEM public key at `key`, in
+/// either layout (`.sig` tag or Sigstore bundle referrer): those the store keeps first, then
+/// (when `remote` is given and those do not pass) the registry's, which are kept when they pass.
 pub async fn check_signature(
     remote: Option<&Remote>,
     store: Option<&Store>,
@@ -443,17 +338,21 @@ pub async fn check_signature(
             format!("verify.publicKey {}: {e}", key.display()),
         )
     })?;
+    let refused = |e: cosign::VerifyError| {
+        OciError::refused(
+            reference,
+            format!("signature refused (public key {}): {e}", key.display()),
+        )
+    };
     let kept = store.map(|s| s.signatures(digest)).unwrap_or_default();
-    if !kept.is_empty() && cosign::verify(&pem, &kept, digest).is_ok() {
+    if !kept.is_empty() && cosign::verify_attached(&pem, &kept, digest).is_ok() {
         return Ok(());
     }
     let Some(remote) = remote else {
-        return cosign::verify(&pem, &kept, digest)
-            .map_err(|e| OciError::refused(reference, format!("signature refused: {e}")));
+        return cosign::verify_attached(&pem, &kept, digest).map_err(refused);
     };
-    let found = remote.signatures(digest).await?;
-    cosign::verify(&pem, &found, digest)
-        .map_err(|e| OciError::refused(reference, format!("signature refused: {e}")))?;
+    let found = remote.attached(digest).await?;
+    cosign::verify_attached(&pem, &found, digest).map_err(refused)?;
     if let Some(Err(e)) = store.map(|s| s.put_signatures(digest, &found)) {
         tracing::warn!(%reference, error = %e, "cannot keep the checked signatures in the store");
     }

@@ -1,14 +1,26 @@
-//! cosign-compatible key-pair signatures, checked offline. cosign stores the signatures of the
-//! manifest `sha256:<hex>` as the layers of a manifest tagged `sha256-<hex>.sig` in the same
-//! repository: each layer a "simple signing" JSON payload naming the manifest digest, its
-//! annotation `dev.cosignproject.cosign/signature` the base64 ECDSA P-256 / SHA-256
-//! signature (ASN.1 DER) of the payload's bytes. Public keys are PEM SubjectPublicKeyInfo, as
-//! `cosign generate-key-pair` writes `cosign.pub`.
+//! cosign-compatible key-pair signatures, checked offline, in the two layouts cosign writes.
+//!
+//! The `.sig` tag: cosign stores the signatures of the manifest `sha256:<hex>` as the layers
+//! of a manifest tagged `sha256-<hex>.sig` in the same repository: each layer a "simple
+//! signing" JSON payload naming the manifest digest, its annotation
+//! `dev.cosignproject.cosign/signature` the base64 ECDSA P-256 / SHA-256 signature (ASN.1 DER)
+//! of the payload's bytes. This is what `wasmlet plugin sign` writes.
+//!
+//! Sigstore bundles ([`bundle`]): `cosign sign --new-bundle-format` (cosign v3's default)
+//! attaches a bundle as an OCI 1.1 referrer of the manifest instead.
+//!
+//! Public keys are PEM SubjectPublicKeyInfo, as `cosign generate-key-pair` writes `cosign.pub`;
+//! private keys are read by [`key`], cosign's encrypted files included.
+
+pub mod bundle;
+pub mod key;
+
+pub use key::{signing_key, KeyError, Password};
 
 use base64::Engine as _;
 use p256::ecdsa::signature::{Signer as _, Verifier as _};
 use p256::ecdsa::{Signature as EcdsaSignature, SigningKey, VerifyingKey};
-use p256::pkcs8::{DecodePrivateKey, DecodePublicKey};
+use p256::pkcs8::DecodePublicKey;
 use serde::{Deserialize, Serialize};
 
 /// The media type of a simple-signing payload layer.
@@ -74,80 +86,141 @@ pub fn payload(repository: &str, digest: &str) -> Vec<u8> {
     serde_json::to_vec(&payload).unwrap_or_default()
 }
 
-/// Signs `payload` with a P-256 private key in PEM (PKCS#8 `PRIVATE KEY`, or SEC1
-/// `EC PRIVATE KEY` as `openssl ecparam -genkey` writes it); returns the base64 DER signature.
-pub fn sign(private_key_pem: &str, payload: &[u8]) -> Result<String, String> {
-    let key = SigningKey::from_pkcs8_pem(private_key_pem)
-        .or_else(|_| p256::SecretKey::from_sec1_pem(private_key_pem).map(SigningKey::from))
-        .map_err(|_| {
-            "not an unencrypted P-256 private key in PEM (PKCS#8 or SEC1); cosign's encrypted \
-             keys are not read: make one with `openssl genpkey -algorithm EC -pkeyopt \
-             ec_paramgen_curve:P-256 -out key.pem`"
-                .to_string()
-        })?;
+/// Signs `payload` with a P-256 private key in PEM (PKCS#8 `PRIVATE KEY`, SEC1
+/// `EC PRIVATE KEY`, or cosign's encrypted key with an empty password); returns the base64
+/// DER signature.
+pub fn sign(private_key_pem: &str, payload: &[u8]) -> Result<String, KeyError> {
+    let key = signing_key(private_key_pem, &Password::default())?;
+    Ok(sign_with(&key, payload))
+}
+
+/// Signs `payload` with `key`; returns the base64 DER signature, as the `.sig` layout keeps it.
+pub fn sign_with(key: &SigningKey, payload: &[u8]) -> String {
     let signature: EcdsaSignature = key.sign(payload);
-    Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
+    base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes())
 }
 
 /// The public key PEM of a private key PEM.
 #[cfg(test)]
 pub fn public_key_pem(private_key_pem: &str) -> Option<String> {
     use p256::pkcs8::{EncodePublicKey, LineEnding};
-    let key = SigningKey::from_pkcs8_pem(private_key_pem)
-        .or_else(|_| p256::SecretKey::from_sec1_pem(private_key_pem).map(SigningKey::from))
-        .ok()?;
+    let key = signing_key(private_key_pem, &Password::default()).ok()?;
     VerifyingKey::from(&key)
         .to_public_key_pem(LineEnding::LF)
         .ok()
 }
 
+/// Everything a registry holds that may sign one manifest: the layers of its `.sig` tag and
+/// the Sigstore bundles attached to it as referrers. The node's store keeps it as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attached {
+    /// The `.sig` tag's signatures.
+    #[serde(default)]
+    pub signatures: Vec<Signature>,
+    /// The bundles' JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
+}
+
+impl Attached {
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.signatures.is_empty() && self.bundles.is_empty()
+    }
+}
+
+/// Why no signature of a manifest was accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The configured public key cannot be read.
+    #[error("the public key is not a P-256 PEM public key: {0}")]
+    PublicKey(String),
+    /// Nothing signs the manifest in either layout.
+    #[error(
+        "unsigned: no signature ({} in the same repository) and no Sigstore bundle referring to {digest}",
+        signature_tag(digest)
+    )]
+    Unsigned {
+        /// The manifest digest.
+        digest: String,
+    },
+    /// Signatures were found, none by the key for this manifest.
+    #[error("no valid signature by the configured key: {}", reasons.join("; "))]
+    NoneValid {
+        /// Why each one was refused.
+        reasons: Vec<String>,
+    },
+}
+
 /// Checks that one of `signatures` is by `public_key_pem` and names the manifest `digest`.
 pub fn verify(public_key_pem: &str, signatures: &[Signature], digest: &str) -> Result<(), String> {
-    let key = VerifyingKey::from_public_key_pem(public_key_pem)
-        .map_err(|e| format!("the public key is not a P-256 PEM public key: {e}"))?;
-    if signatures.is_empty() {
-        return Err(format!(
-            "unsigned: no signature ({} in the same repository)",
-            signature_tag(digest)
-        ));
+    let attached = Attached {
+        signatures: signatures.to_vec(),
+        bundles: Vec::new(),
+    };
+    verify_attached(public_key_pem, &attached, digest).map_err(|e| e.to_string())
+}
+
+/// Checks that one of the `.sig` signatures or bundles in `attached` is by `public_key_pem`
+/// and signs the manifest `digest`.
+pub fn verify_attached(
+    public_key_pem: &str,
+    attached: &Attached,
+    digest: &str,
+) -> Result<(), VerifyError> {
+    let key = VerifyingKey::from_public_key_pem(public_key_pem.trim())
+        .map_err(|e| VerifyError::PublicKey(e.to_string()))?;
+    if attached.is_empty() {
+        return Err(VerifyError::Unsigned {
+            digest: digest.to_string(),
+        });
     }
-    let b64 = base64::engine::general_purpose::STANDARD;
     let mut reasons = Vec::new();
-    for found in signatures {
-        let checked = (|| {
-            let payload = b64
-                .decode(&found.payload)
-                .map_err(|_| "its payload is not base64".to_string())?;
-            let der = b64
-                .decode(found.signature.trim())
-                .map_err(|_| "the signature is not base64".to_string())?;
-            let signature = EcdsaSignature::from_der(&der)
-                .map_err(|_| "the signature is not an ECDSA P-256 signature".to_string())?;
-            key.verify(&payload, &signature)
-                .map_err(|_| "not signed by the configured key".to_string())?;
-            let payload: Payload = serde_json::from_slice(&payload)
-                .map_err(|e| format!("signed, but the payload is not simple signing: {e}"))?;
-            if payload.critical.kind != SIGNATURE_TYPE {
-                return Err(format!(
-                    "signed, but the payload type is {:?}",
-                    payload.critical.kind
-                ));
-            }
-            if payload.critical.image.docker_manifest_digest != digest {
-                return Err(format!(
-                    "signed, but for the manifest {}, not {digest}",
-                    payload.critical.image.docker_manifest_digest
-                ));
-            }
-            Ok(())
-        })();
-        match checked {
+    for found in &attached.signatures {
+        match verify_simple_signing(&key, found, digest) {
             Ok(()) => return Ok(()),
-            Err(reason) => reasons.push(reason),
+            Err(reason) => reasons.push(format!("{}: {reason}", signature_tag(digest))),
         }
     }
-    Err(format!(
-        "no valid signature by the configured key: {}",
-        reasons.join("; ")
-    ))
+    for found in &attached.bundles {
+        match bundle::verify(&key, found.as_bytes(), digest) {
+            Ok(()) => return Ok(()),
+            Err(reason) => reasons.push(format!("bundle: {reason}")),
+        }
+    }
+    Err(VerifyError::NoneValid { reasons })
+}
+
+/// One `.sig` layer: signed by `key`, a simple-signing payload naming `digest`.
+fn verify_simple_signing(
+    key: &VerifyingKey,
+    found: &Signature,
+    digest: &str,
+) -> Result<(), String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let payload = b64
+        .decode(&found.payload)
+        .map_err(|_| "its payload is not base64".to_string())?;
+    let der = b64
+        .decode(found.signature.trim())
+        .map_err(|_| "the signature is not base64".to_string())?;
+    let signature = EcdsaSignature::from_der(&der)
+        .map_err(|_| "the signature is not an ECDSA P-256 signature".to_string())?;
+    key.verify(&payload, &signature)
+        .map_err(|_| "not signed by the configured key".to_string())?;
+    let payload: Payload = serde_json::from_slice(&payload)
+        .map_err(|e| format!("signed, but the payload is not simple signing: {e}"))?;
+    if payload.critical.kind != SIGNATURE_TYPE {
+        return Err(format!(
+            "signed, but the payload type is {:?}",
+            payload.critical.kind
+        ));
+    }
+    if payload.critical.image.docker_manifest_digest != digest {
+        return Err(format!(
+            "signed, but for the manifest {}, not {digest}",
+            payload.critical.image.docker_manifest_digest
+        ));
+    }
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! digest, the last digest each tag resolved to (what serves when the registry is down), and
 //! the signatures checked for each manifest (so a restart offline can check them again).
 
-use super::cosign::Signature;
+use super::cosign::{Attached, Signature};
 use super::reference::OciReference;
 use crate::engine::sha256_hex;
 use std::path::{Path, PathBuf};
@@ -104,20 +104,35 @@ impl Store {
         })
     }
 
-    /// Keeps the signatures found for the manifest `digest`.
-    pub fn put_signatures(&self, digest: &str, signatures: &[Signature]) -> std::io::Result<()> {
+    /// Keeps the signatures and bundles found for the manifest `digest`.
+    pub fn put_signatures(&self, digest: &str, attached: &Attached) -> std::io::Result<()> {
         let Some(path) = self.signatures_path(digest) else {
             return Ok(());
         };
-        let text = serde_json::to_vec(signatures).map_err(std::io::Error::other)?;
+        let text = serde_json::to_vec(attached).map_err(std::io::Error::other)?;
         write_atomic(&path, &text)
     }
 
-    /// The signatures kept for the manifest `digest` (none when never fetched).
-    pub fn signatures(&self, digest: &str) -> Vec<Signature> {
-        self.signatures_path(digest)
+    /// The signatures and bundles kept for the manifest `digest` (none when never fetched).
+    pub fn signatures(&self, digest: &str) -> Attached {
+        /// A store written before bundles were read kept a bare list of `.sig` signatures.
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Kept {
+            Attached(Attached),
+            Signatures(Vec<Signature>),
+        }
+        let kept = self
+            .signatures_path(digest)
             .and_then(|path| std::fs::read(path).ok())
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        match kept {
+            Some(Kept::Attached(attached)) => attached,
+            Some(Kept::Signatures(signatures)) => Attached {
+                signatures,
+                bundles: Vec::new(),
+            },
+            None => Attached::default(),
+        }
     }
 }
