@@ -13,6 +13,8 @@ use p256::ecdsa::SigningKey;
 const MAX_REFERRERS: usize = 16;
 /// The largest signature payload or bundle read.
 const MAX_SIGNATURE_BYTES: u64 = 1 << 20;
+/// The OCI empty descriptor's media type (an artifact's config when it has none).
+const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 
 impl Remote {
     /// The `.sig` signatures and Sigstore bundles stored for the manifest `digest` (empty when
@@ -92,12 +94,13 @@ impl Remote {
             }
         };
         let mut bundles = Vec::new();
+        // The fallback index that go-containerregistry (cosign's client) writes lists a
+        // bundle under its config's type, the empty descriptor's, not the bundle's.
         let candidates = index.manifests.iter().filter(|entry| {
             entry.media_type == artifact::MANIFEST_MEDIA_TYPE
-                && entry
-                    .artifact_type
-                    .as_deref()
-                    .is_none_or(|t| t.starts_with(cosign::bundle::BUNDLE_MEDIA_TYPE_PREFIX))
+                && entry.artifact_type.as_deref().is_none_or(|t| {
+                    t.starts_with(cosign::bundle::BUNDLE_MEDIA_TYPE_PREFIX) || t == EMPTY_MEDIA_TYPE
+                })
         });
         for entry in candidates.take(MAX_REFERRERS) {
             let body = self.manifest(&entry.digest).await?;

@@ -226,6 +226,11 @@ fn verify_message(
     let prehash: Vec<u8> = (0..hex.len() / 2)
         .filter_map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
         .collect();
+    if prehash.len() != 32 {
+        return Err(BundleError::Malformed(format!(
+            "the manifest digest {digest} is not sha256:<64 hex>"
+        )));
+    }
     if key.verify_prehash(&prehash, &signature).is_err() {
         return Err(BundleError::WrongKey);
     }
