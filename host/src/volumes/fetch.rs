@@ -3,6 +3,7 @@
 //! its tests) never touch the network. Each answer is kept as it came: whether a missing
 //! object is an error depends on the volume's `optional`.
 
+use super::{ProjectionKind, VolumeKind};
 use crate::objects::{ObjectError, ObjectKind, ObjectSource, ServiceAccountToken, TokenRequest};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use std::collections::{BTreeSet, HashMap};
@@ -58,29 +59,37 @@ pub async fn fetch(pod: &Pod, objects: &dyn ObjectSource) -> FetchedObjects {
     let mut secrets = BTreeSet::new();
     let mut tokens = Vec::new();
     for volume in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-        if let Some(map) = &volume.config_map {
-            config_maps.insert(map.name.clone());
-        }
-        if let Some(secret) = &volume.secret {
-            secrets.insert(secret.secret_name.clone().unwrap_or_default());
-        }
-        for projection in volume
-            .projected
-            .iter()
-            .flat_map(|p| p.sources.iter().flatten())
-        {
-            if let Some(map) = &projection.config_map {
+        let kind = VolumeKind::of(volume);
+        match kind {
+            VolumeKind::ConfigMap(map) => {
                 config_maps.insert(map.name.clone());
             }
-            if let Some(secret) = &projection.secret {
-                secrets.insert(secret.name.clone());
+            VolumeKind::Secret(secret) => {
+                secrets.insert(secret.secret_name.clone().unwrap_or_default());
             }
-            if let Some(token) = &projection.service_account_token {
-                let request = TokenRequest::for_projection(pod, token);
-                if !tokens.contains(&request) {
-                    tokens.push(request);
+            VolumeKind::Projected(_) => {
+                for projection in kind.projections() {
+                    match projection {
+                        ProjectionKind::ConfigMap(map) => {
+                            config_maps.insert(map.name.clone());
+                        }
+                        ProjectionKind::Secret(secret) => {
+                            secrets.insert(secret.name.clone());
+                        }
+                        ProjectionKind::ServiceAccountToken(token) => {
+                            let request = TokenRequest::for_projection(pod, token);
+                            if !tokens.contains(&request) {
+                                tokens.push(request);
+                            }
+                        }
+                        ProjectionKind::DownwardApi(_) | ProjectionKind::Unsupported => {}
+                    }
                 }
             }
+            VolumeKind::EmptyDir(_)
+            | VolumeKind::HostPath(_)
+            | VolumeKind::DownwardApi(_)
+            | VolumeKind::Unsupported => {}
         }
     }
     let ns = namespace.as_str();

@@ -1,7 +1,7 @@
 //! `volumeMounts` to CRI mounts: readOnly, subPath (resolved beneath its volume and bound
 //! under the pod's directory), propagation.
 
-use super::{sub_path, VolumeError, VolumeProblem};
+use super::{sub_path, VolumeError, VolumeKind, VolumeProblem};
 use crate::cri::api;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::HashMap;
@@ -16,20 +16,14 @@ pub fn valid_sub_path(sub_path: &str) -> bool {
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
-/// Whether the pod's volume `name` holds API data the node writes (configMap, secret,
-/// downwardAPI, projected): mounted read-only whatever the `volumeMount` says, as upstream
-/// has done since 1.10, so a container cannot plant files or symlinks where the node writes.
-fn api_data(pod: &Pod, name: &str) -> bool {
+/// Whether the pod's volume `name` is mounted read-only whatever the `volumeMount` says
+/// ([`VolumeKind::read_only`]).
+fn read_only_volume(pod: &Pod, name: &str) -> bool {
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
         .find(|v| v.name == name)
-        .is_some_and(|v| {
-            v.config_map.is_some()
-                || v.secret.is_some()
-                || v.downward_api.is_some()
-                || v.projected.is_some()
-        })
+        .is_some_and(|v| VolumeKind::of(v).read_only())
 }
 
 /// The CRI mounts of `container` of `pod`, from the prepared volume paths. A subPath is
@@ -83,7 +77,7 @@ pub fn mounts(
         out.push(api::Mount {
             container_path: mount.mount_path.clone(),
             host_path: host_path.display().to_string(),
-            readonly: mount.read_only.unwrap_or(false) || api_data(pod, &mount.name),
+            readonly: mount.read_only.unwrap_or(false) || read_only_volume(pod, &mount.name),
             selinux_relabel: false,
             propagation: propagation as i32,
         });

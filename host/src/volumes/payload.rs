@@ -6,6 +6,7 @@
 use super::atomic_writer::FileProjection;
 use super::downward::downward_files;
 use super::fetch::FetchedObjects;
+use super::kind::{ProjectionKind, UNSUPPORTED_PROJECTION};
 use super::VolumeProblem;
 use crate::objects::TokenRequest;
 use k8s_openapi::api::core::v1::{
@@ -189,45 +190,43 @@ pub(super) fn projected_volume(
     let mut files: BTreeMap<String, FileProjection> = BTreeMap::new();
     let mut problems = Vec::new();
     for projection in source.sources.iter().flatten() {
-        let result = if let Some(token) = &projection.service_account_token {
-            check_item_path(&token.path).and_then(|()| {
-                let request = TokenRequest::for_projection(pod, token);
-                fetched
-                    .token(&request)
-                    .map(|t| {
-                        vec![FileProjection::new(
-                            token.path.clone(),
-                            t.token.as_bytes(),
-                            default_mode,
-                        )]
-                    })
-                    .map_err(VolumeProblem::Object)
-            })
-        } else if let Some(map) = &projection.config_map {
-            config_map_files(
+        let result = match ProjectionKind::of(projection) {
+            ProjectionKind::ServiceAccountToken(token) => {
+                check_item_path(&token.path).and_then(|()| {
+                    let request = TokenRequest::for_projection(pod, token);
+                    fetched
+                        .token(&request)
+                        .map(|t| {
+                            vec![FileProjection::new(
+                                token.path.clone(),
+                                t.token.as_bytes(),
+                                default_mode,
+                            )]
+                        })
+                        .map_err(VolumeProblem::Object)
+                })
+            }
+            ProjectionKind::ConfigMap(map) => config_map_files(
                 fetched,
                 &map.name,
                 map.items.as_deref(),
                 default_mode,
                 map.optional.unwrap_or(false),
-            )
-        } else if let Some(secret) = &projection.secret {
-            secret_files(
+            ),
+            ProjectionKind::Secret(secret) => secret_files(
                 fetched,
                 &secret.name,
                 secret.items.as_deref(),
                 default_mode,
                 secret.optional.unwrap_or(false),
-            )
-        } else if let Some(downward) = &projection.downward_api {
-            downward_files(
+            ),
+            ProjectionKind::DownwardApi(downward) => downward_files(
                 pod,
                 downward.items.as_deref().unwrap_or_default(),
                 default_mode,
                 node_memory_bytes,
-            )
-        } else {
-            Err(VolumeProblem::Unsupported(UNSUPPORTED_PROJECTION))
+            ),
+            ProjectionKind::Unsupported => Err(VolumeProblem::Unsupported(UNSUPPORTED_PROJECTION)),
         };
         match result {
             Ok(more) => files.extend(more.into_iter().map(|f| (f.path.clone(), f))),
@@ -240,7 +239,3 @@ pub(super) fn projected_volume(
         _ => Err(VolumeProblem::Several(problems)),
     }
 }
-
-/// Why a projection other than serviceAccountToken, configMap, secret or downwardAPI fails.
-pub(super) const UNSUPPORTED_PROJECTION: &str =
-    "clusterTrustBundle and podCertificate projections are not supported by wasmlet yet";

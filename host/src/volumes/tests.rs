@@ -1,5 +1,6 @@
 use super::*;
 use k8s_openapi::api::core::v1::{DownwardAPIVolumeFile, ResourceFieldSelector};
+use std::os::unix::fs::PermissionsExt;
 
 #[test]
 fn host_path_types_are_checked() {

@@ -2,8 +2,9 @@
 //! undone by `volumes::cleanup` when the test's node directory is dropped, even on a panic.
 
 use super::*;
+use crate::volumes::cleanup::mount_points_under;
 use crate::volumes::sub_path::{mount, open};
-use crate::volumes::{cleanup, mount_points_under, pod_dir, VolumeProblem};
+use crate::volumes::{cleanup, pod_dir, VolumeProblem};
 use std::os::unix::fs::MetadataExt;
 
 const UID: &str = "u1";
