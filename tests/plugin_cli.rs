@@ -650,3 +650,145 @@ fn plugin_push_pull_and_sign_commands() {
     );
     assert!(verified.contains("Verified OK"), "{verified}");
 }
+
+/// This machine's non-loopback IPv4 address, which a registry must be reached on over HTTPS
+/// unless `--insecure`; `None` (a skip) without one, which CI never allows.
+fn non_loopback_ipv4() -> Option<std::net::IpAddr> {
+    let found = oci_registry::non_loopback_ipv4();
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "this machine has no non-loopback IPv4 address"
+        );
+        eprintln!("SKIPPED: this machine has no non-loopback IPv4 address");
+    }
+    found.map(std::net::IpAddr::V4)
+}
+
+/// `plugin push|pull|sign` against a registry serving HTTPS with a private CA: refused with
+/// what to do until `--ca-file` names the CA, then through; on loopback (plain HTTP unless a CA
+/// is given) and on another address of this machine (HTTPS by default).
+#[test]
+fn plugin_push_pull_and_sign_over_https_with_the_registry_ca() {
+    let Some(ip) = non_loopback_ipv4() else {
+        return;
+    };
+    let loopback = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
+    let component = wasm("eviction_batch_first");
+    let component = component.to_str().unwrap();
+    openssl(
+        dir.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            "key.pem",
+        ],
+    );
+    openssl(
+        dir.path(),
+        &["pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"],
+    );
+    for host in [loopback, ip] {
+        let Some(server) = oci_registry::TestRegistry::start_tls(host) else {
+            return;
+        };
+        let tag = server.reference("tls/evict:v1");
+        let ca = server.ca_file();
+        let ca = ca.to_str().unwrap();
+
+        // Without the CA: refused, naming the registry and the flag that fixes it.
+        let (ok, _, err) = run(&["plugin", "push", component, &tag]);
+        assert!(!ok, "pushed to {host} without its CA");
+        assert!(
+            err.contains(&server.address()) && err.contains("--ca-file"),
+            "{host}: {err}"
+        );
+        let (ok, _, err) = run(&["plugin", "pull", &tag, "--out", "x.wasm"]);
+        assert!(
+            !ok && err.contains(&server.address()) && err.contains("--ca-file"),
+            "{host}: {err}"
+        );
+
+        // With it: push, sign and pull over HTTPS.
+        let (ok, out, err) = run(&["plugin", "push", component, &tag, "--ca-file", ca]);
+        assert!(ok, "{host}: {err}");
+        let digest = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("digest: "))
+            .unwrap_or_else(|| panic!("no digest in {out}"))
+            .to_string();
+        let (ok, out, err) = run(&["plugin", "sign", &tag, "--key", "key.pem", "--ca-file", ca]);
+        assert!(ok && out.contains(&digest), "{host}: {out}{err}");
+        let (ok, out, err) = run(&[
+            "plugin",
+            "pull",
+            &tag,
+            "--key",
+            "key.pub",
+            "--ca-file",
+            ca,
+            "--out",
+            "pulled.wasm",
+        ]);
+        assert!(ok && out.contains(&digest), "{host}: {out}{err}");
+        assert_eq!(
+            std::fs::read(dir.path().join("pulled.wasm")).unwrap(),
+            std::fs::read(component).unwrap()
+        );
+        std::fs::remove_file(dir.path().join("pulled.wasm")).unwrap();
+    }
+
+    // A CA file that cannot be used is named with the reason, before any request.
+    let tag = "oci://127.0.0.1:9/tls/evict:v1";
+    std::fs::write(dir.path().join("not-a-ca.pem"), "hello\n").unwrap();
+    let (ok, _, err) = run(&["plugin", "pull", tag, "--ca-file", "not-a-ca.pem"]);
+    assert!(
+        !ok && err.contains("not-a-ca.pem") && err.contains("no certificate"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["plugin", "pull", tag, "--ca-file", "missing.pem"]);
+    assert!(
+        !ok && err.contains("missing.pem") && err.contains("cannot read"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["plugin", "pull", tag, "--ca-file", "key.pub", "--insecure"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+/// A registry on another address of this machine is reached over HTTPS: one serving plain HTTP
+/// is refused (naming `--insecure`) until `--insecure` says plain HTTP.
+#[test]
+fn plugin_push_and_pull_over_plain_http_only_when_insecure() {
+    let Some(ip) = non_loopback_ipv4() else {
+        return;
+    };
+    let Some(server) = oci_registry::TestRegistry::start_on(ip) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
+    let component = wasm("eviction_batch_first");
+    let component = component.to_str().unwrap();
+    let tag = server.reference("plain/evict:v1");
+    let (ok, _, err) = run(&["plugin", "push", component, &tag]);
+    assert!(
+        !ok && err.contains(&server.address()) && err.contains("--insecure"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["plugin", "push", component, &tag, "--insecure"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(&["plugin", "pull", &tag, "--out", "x.wasm"]);
+    assert!(!ok && err.contains("--insecure"), "{err}");
+    let (ok, _, err) = run(&["plugin", "pull", &tag, "--insecure", "--out", "x.wasm"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("x.wasm")).unwrap(),
+        std::fs::read(component).unwrap()
+    );
+}

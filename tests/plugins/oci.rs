@@ -8,6 +8,7 @@ use wasmlet_plugin_host::{pull_plugin, push_plugin, sign_plugin, RegistryAccess}
 
 #[path = "../support/oci_registry.rs"]
 mod oci_registry;
+mod tls;
 
 /// A registry over `plugins` whose `oci://` plugins are stored under `root`.
 fn oci_registry(dir: &Path, root: &Path, plugins: &str) -> Arc<PluginRegistry> {

@@ -151,8 +151,12 @@ pub enum PluginSource {
 pub struct OciSource {
     /// `registry[:port]/repository` with a tag or a digest.
     pub reference: crate::oci::OciReference,
-    /// Plain HTTP to a registry that is not on loopback (loopback registries always may).
+    /// Plain HTTP to a registry that is not on loopback (loopback registries get it unless
+    /// `ca_file` is given).
     pub insecure: bool,
+    /// A PEM file of CA certificates trusted for the registry besides the system roots (a
+    /// registry with a private CA); with it a loopback registry is reached over HTTPS too.
+    pub ca_file: Option<PathBuf>,
     /// How often a tag is resolved again (digests never change).
     pub poll_period: std::time::Duration,
     /// A PEM public key whose cosign-compatible signature every version must carry.
@@ -160,6 +164,17 @@ pub struct OciSource {
     /// A docker-style `config.json` with the registry's credentials (default:
     /// `$DOCKER_CONFIG/config.json`, then `/root/.docker/config.json`).
     pub registry_config: Option<PathBuf>,
+}
+
+impl OciSource {
+    /// How its registry is reached: protocol, trusted CAs, credentials.
+    pub fn access(&self) -> crate::oci::RegistryAccess {
+        crate::oci::RegistryAccess {
+            insecure: self.insecure,
+            ca_file: self.ca_file.clone(),
+            registry_config: self.registry_config.clone(),
+        }
+    }
 }
 
 /// How often a tag is resolved when the config does not say.
@@ -229,6 +244,8 @@ struct RawSpec {
     selector: Option<PodSelector>,
     #[serde(default)]
     insecure: bool,
+    #[serde(default)]
+    ca_file: Option<PathBuf>,
     #[serde(default)]
     poll_period: Option<String>,
     #[serde(default)]
@@ -430,9 +447,17 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
                         }
                     },
                 };
+                if spec.insecure && spec.ca_file.is_some() {
+                    return Err(error(
+                        place("caFile"),
+                        "a CA file is for HTTPS and insecure: true asks for plain HTTP: give one"
+                            .into(),
+                    ));
+                }
                 let source = OciSource {
                     reference,
                     insecure: spec.insecure,
+                    ca_file: spec.ca_file.map(absolute),
                     poll_period,
                     public_key: spec.verify.map(|v| absolute(v.public_key)),
                     registry_config: spec.registry_config.map(absolute),
@@ -442,6 +467,9 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
             None => {
                 if spec.insecure {
                     return Err(oci_only("insecure"));
+                }
+                if spec.ca_file.is_some() {
+                    return Err(oci_only("caFile"));
                 }
                 if spec.poll_period.is_some() {
                     return Err(oci_only("pollPeriod"));
@@ -822,6 +850,22 @@ mod tests {
             &text("  path: oci://registry.example:5000/plugins/evict:v2\n  pollPeriod: 30s\n  insecure: true\n  verify: {publicKey: keys/cosign.pub}\n  registryConfig: /etc/wasmlet/docker.json\n"),
         )
         .unwrap();
+        let with_ca = parse(
+            Path::new(FILE),
+            &text("  path: oci://127.0.0.1:5000/plugins/evict:v2\n  caFile: certs/ca.pem\n"),
+        )
+        .unwrap();
+        let PluginSource::Oci(tls) = &with_ca[0].source else {
+            panic!("not an OCI source: {:?}", with_ca[0].source)
+        };
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(Path::new("/etc/wasmlet/certs/ca.pem"))
+        );
+        assert!(
+            !tls.access().plain_http(&tls.reference),
+            "a CA file asks for HTTPS"
+        );
         let PluginSource::Oci(source) = &specs[0].source else {
             panic!("not an OCI source: {:?}", specs[0].source)
         };
@@ -855,6 +899,12 @@ mod tests {
         assert!(e.message.contains("not a duration"), "{e}");
         let e = err("  path: a.wasm\n  insecure: true\n");
         assert_eq!(e.place, "plugins[0] (p).insecure");
+        let e = err("  path: a.wasm\n  caFile: ca.pem\n");
+        assert_eq!(e.place, "plugins[0] (p).caFile");
+        assert!(e.message.contains("oci://"), "{e}");
+        let e = err("  path: oci://r.example/p:v1\n  insecure: true\n  caFile: ca.pem\n");
+        assert_eq!(e.place, "plugins[0] (p).caFile");
+        assert!(e.message.contains("plain HTTP"), "{e}");
         let e = err("  path: a.wasm\n  verify: {publicKey: k.pub}\n");
         assert_eq!(e.place, "plugins[0] (p).verify");
         let e = err("  path: oci://r.example/p:v1\n  verify: {key: k.pub}\n");

@@ -8,14 +8,7 @@ use crate::oci::{self, cosign, OciReference, Remote};
 use crate::tool::{plugin_error, ToolError};
 use std::path::{Path, PathBuf};
 
-/// How to reach a registry: the flags every command shares.
-#[derive(Debug, Clone, Default)]
-pub struct RegistryAccess {
-    /// Plain HTTP to a registry not on loopback.
-    pub insecure: bool,
-    /// A docker-style `config.json` with credentials (default: docker's own).
-    pub registry_config: Option<PathBuf>,
-}
+pub use crate::oci::RegistryAccess;
 
 fn parse(reference: &str) -> Result<OciReference, ToolError> {
     let text = reference
@@ -45,11 +38,7 @@ fn run<T>(
 }
 
 fn remote(reference: &OciReference, access: &RegistryAccess) -> Result<Remote, ToolError> {
-    Ok(Remote::new(
-        reference,
-        access.insecure,
-        access.registry_config.as_deref(),
-    )?)
+    Ok(Remote::new(reference, access)?)
 }
 
 /// Pushes the component at `file` to `reference` (a tag) as a CNCF wasm artifact, after

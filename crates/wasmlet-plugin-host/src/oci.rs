@@ -12,6 +12,7 @@ mod signatures;
 mod store;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub use reference::{OciReference, ReferenceError};
 pub use store::Store;
@@ -30,9 +31,10 @@ pub mod parsers {
 
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use store::digest_of;
+use tls::TlsFailure;
 
 /// Why an artifact could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -85,30 +87,67 @@ fn not_found(error: &OciDistributionError) -> bool {
     }
 }
 
+/// How to reach a registry: the `insecure`, `caFile` and `registryConfig` of an `oci://`
+/// plugin, or the flags every `wasmlet plugin push|pull|sign` shares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryAccess {
+    /// Plain HTTP to a registry not on loopback.
+    pub insecure: bool,
+    /// A PEM file of CA certificates trusted for the registry besides the system roots; with
+    /// it a loopback registry is reached over HTTPS too.
+    pub ca_file: Option<PathBuf>,
+    /// A docker-style `config.json` with credentials (default: docker's own).
+    pub registry_config: Option<PathBuf>,
+}
+
+impl RegistryAccess {
+    /// Plain HTTP for `reference`: when `insecure`, or on loopback unless a CA file asks for
+    /// HTTPS; every other registry is reached over HTTPS.
+    pub fn plain_http(&self, reference: &OciReference) -> bool {
+        self.insecure || (reference.is_loopback() && self.ca_file.is_none())
+    }
+}
+
 /// A connection to the registry of one reference, with its credentials.
 pub struct Remote {
     client: oci_client::Client,
     auth: RegistryAuth,
     reference: OciReference,
+    /// Whether requests go over plain HTTP (what a TLS failure means depends on it).
+    plain_http: bool,
+    /// `host:port` of the registry, for errors.
+    address: String,
 }
 
 impl Remote {
-    /// A client for `reference`: HTTPS, or plain HTTP when the registry is on loopback or
-    /// `insecure`; credentials from `registry_config` (or the default docker config file).
-    pub fn new(
-        reference: &OciReference,
-        insecure: bool,
-        registry_config: Option<&Path>,
-    ) -> Result<Self, OciError> {
+    /// A client for `reference` reached as `access` says (see [`RegistryAccess::plain_http`]),
+    /// with credentials from its `registry_config` (or the default docker config file).
+    pub fn new(reference: &OciReference, access: &RegistryAccess) -> Result<Self, OciError> {
         // reqwest is built without a default crypto provider: the workspace's is ring.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let protocol = if insecure || reference.is_loopback() {
+        if let (true, Some(ca_file)) = (access.insecure, &access.ca_file) {
+            return Err(OciError::refused(
+                reference,
+                format!(
+                    "insecure (plain HTTP) and the CA file {} (HTTPS) exclude each other: give one",
+                    ca_file.display()
+                ),
+            ));
+        }
+        let extra_root_certificates = match &access.ca_file {
+            Some(file) => tls::ca_certificates(file)
+                .map_err(|e| OciError::refused(reference, e.to_string()))?,
+            None => Vec::new(),
+        };
+        let plain_http = access.plain_http(reference);
+        let protocol = if plain_http {
             oci_client::client::ClientProtocol::Http
         } else {
             oci_client::client::ClientProtocol::Https
         };
         let config = oci_client::client::ClientConfig {
             protocol,
+            extra_root_certificates,
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
             platform_resolver: None,
@@ -117,16 +156,25 @@ impl Remote {
         };
         let client = oci_client::Client::try_from(config)
             .map_err(|e| OciError::refused(reference, format!("cannot build a client: {e}")))?;
-        let auth = auth::credentials(reference.registry(), registry_config)
+        let auth = auth::credentials(reference.registry(), access.registry_config.as_deref())
             .map_err(|e| OciError::refused(reference, e))?;
         Ok(Self {
             client,
             auth,
             reference: reference.clone(),
+            plain_http,
+            address: tls::address(reference.registry(), plain_http),
         })
     }
 
     fn error(&self, doing: &str, error: OciDistributionError) -> OciError {
+        // A TLS failure is a refusal: the registry answered, with something this node cannot
+        // use, and asking again changes nothing until the config does.
+        if let Some(failure) = TlsFailure::of(&error, self.plain_http) {
+            let message = format!("{doing}: {}", failure.message(&self.address));
+            tracing::debug!(reference = %self.reference, address = %self.address, ?failure, "registry TLS failure");
+            return OciError::refused(&self.reference, message);
+        }
         let message = format!("{doing}: {error}");
         let unreachable = match &error {
             OciDistributionError::RequestError(_) => true,

@@ -154,3 +154,128 @@ fn docker_config_credentials() {
     let missing = dir.path().join("none.json");
     assert!(auth::credentials("r.example", Some(&missing)).is_err());
 }
+
+#[test]
+fn a_ca_file_must_hold_a_usable_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.pem");
+    let e = tls::ca_certificates(&missing).unwrap_err();
+    assert!(
+        matches!(e, tls::CaFileError::Read { .. }) && e.to_string().contains("missing.pem"),
+        "{e}"
+    );
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let e = tls::ca_certificates(&empty).unwrap_err();
+    assert!(
+        matches!(e, tls::CaFileError::Empty { .. }) && e.to_string().contains("empty.pem"),
+        "{e}"
+    );
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(
+        &garbage,
+        "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let e = tls::ca_certificates(&garbage).unwrap_err();
+    assert!(
+        matches!(e, tls::CaFileError::Invalid { index: 1, .. })
+            && e.to_string().contains("garbage.pem"),
+        "{e}"
+    );
+    // insecure and a CA file contradict each other.
+    let reference = OciReference::parse("registry.example/p:v1").unwrap();
+    let access = RegistryAccess {
+        insecure: true,
+        ca_file: Some(garbage),
+        registry_config: None,
+    };
+    let e = Remote::new(&reference, &access).err().unwrap();
+    assert!(e.to_string().contains("exclude each other"), "{e}");
+}
+
+#[test]
+fn https_unless_insecure_or_loopback_without_a_ca() {
+    let remote = OciReference::parse("registry.example:5000/p:v1").unwrap();
+    let local = OciReference::parse("127.0.0.1:5000/p:v1").unwrap();
+    let none = RegistryAccess::default();
+    let insecure = RegistryAccess {
+        insecure: true,
+        ..Default::default()
+    };
+    let ca = RegistryAccess {
+        ca_file: Some("ca.pem".into()),
+        ..Default::default()
+    };
+    assert!(!none.plain_http(&remote));
+    assert!(insecure.plain_http(&remote));
+    assert!(none.plain_http(&local));
+    assert!(!ca.plain_http(&local));
+    assert_eq!(
+        tls::address("registry.example:5000", false),
+        "registry.example:5000"
+    );
+    assert_eq!(tls::address("ghcr.io", false), "ghcr.io:443");
+    assert_eq!(tls::address("ghcr.io", true), "ghcr.io:80");
+}
+
+/// An error whose source is an io::Error around a rustls error, as a TLS connector reports one.
+#[derive(Debug)]
+struct Wrapped(std::io::Error);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("error sending request")
+    }
+}
+
+impl std::error::Error for Wrapped {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+#[test]
+fn tls_failures_are_found_in_the_chain_and_explained() {
+    use rustls::CertificateError;
+    use tls::TlsFailure;
+    let wrapped =
+        |e: rustls::Error| Wrapped(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+    let failure = TlsFailure::in_chain(&wrapped(rustls::Error::InvalidCertificate(
+        CertificateError::UnknownIssuer,
+    )))
+    .unwrap();
+    assert!(
+        matches!(failure, TlsFailure::UnknownIssuer(_)),
+        "{failure:?}"
+    );
+    let message = failure.message("10.0.0.5:5000");
+    assert!(
+        message.contains("10.0.0.5:5000")
+            && message.contains("caFile")
+            && message.contains("--ca-file"),
+        "{message}"
+    );
+    let failure = TlsFailure::in_chain(&wrapped(rustls::Error::InvalidCertificate(
+        CertificateError::NotValidForName,
+    )))
+    .unwrap();
+    assert!(matches!(failure, TlsFailure::WrongName(_)), "{failure:?}");
+    let failure = TlsFailure::in_chain(&wrapped(rustls::Error::InvalidMessage(
+        rustls::InvalidMessage::InvalidContentType,
+    )))
+    .unwrap();
+    assert!(matches!(failure, TlsFailure::NotTls(_)), "{failure:?}");
+    assert!(failure.message("10.0.0.5:5000").contains("insecure: true"));
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(TlsFailure::in_chain(&Wrapped(refused)), None);
+    // Over plain HTTP, a TLS registry answers 400 asking for HTTPS.
+    let answer = OciDistributionError::ServerError {
+        code: 400,
+        url: "http://127.0.0.1:5000/v2/".into(),
+        message: "Client sent an HTTP request to an HTTPS server.".into(),
+    };
+    let failure = TlsFailure::of(&answer, true).unwrap();
+    assert!(failure.message("127.0.0.1:5000").contains("caFile"));
+    assert_eq!(TlsFailure::of(&answer, false), None);
+}

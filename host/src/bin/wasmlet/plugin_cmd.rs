@@ -127,9 +127,14 @@ pub(crate) enum PluginCommand {
 /// How `plugin push|pull|sign` reach a registry.
 #[derive(clap::Args)]
 pub(crate) struct RegistryFlags {
-    /// Plain HTTP to a registry not on loopback (loopback registries always get it).
-    #[arg(long)]
+    /// Plain HTTP to a registry not on loopback (loopback registries get it unless --ca-file
+    /// is given); every other registry is reached over HTTPS.
+    #[arg(long, conflicts_with = "ca_file")]
     insecure: bool,
+    /// A PEM file of CA certificates to trust for the registry besides the system roots (a
+    /// registry with a private CA); with it a loopback registry is reached over HTTPS too.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
     /// A docker-style config.json with credentials (default: $DOCKER_CONFIG/config.json,
     /// then ~/.docker/config.json).
     #[arg(long)]
@@ -140,6 +145,7 @@ impl RegistryFlags {
     fn access(self) -> wasmlet_plugin_host::RegistryAccess {
         wasmlet_plugin_host::RegistryAccess {
             insecure: self.insecure,
+            ca_file: self.ca_file,
             registry_config: self.registry_config,
         }
     }
