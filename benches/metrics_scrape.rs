@@ -34,7 +34,7 @@ fn cpu_seconds(pid: u32) -> f64 {
         .map(|v| v.parse().unwrap_or(0))
         .collect();
     let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
-    ticks as f64 / (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as f64
+    ticks as f64 / rustix::param::clock_ticks_per_second() as f64
 }
 
 fn pod(name: &str) -> String {

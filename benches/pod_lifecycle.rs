@@ -223,7 +223,7 @@ fn main() {
     let before = cpu_ticks(pid);
     std::thread::sleep(window);
     let ticks = cpu_ticks(pid) - before;
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let hz = rustix::param::clock_ticks_per_second() as f64;
     println!(
         "\nidle CPU of wasmlet at {pods} pods over {}s: {:.2} % of one core ({ticks} ticks)",
         window.as_secs(),

@@ -35,7 +35,7 @@ fn percentile(samples: &mut [f64], p: f64) -> f64 {
 }
 
 fn hz() -> f64 {
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as f64
+    rustix::param::clock_ticks_per_second() as f64
 }
 
 /// utime + stime (+ cutime + cstime: children it reaped) of `pid`, in seconds.
@@ -53,10 +53,9 @@ fn cpu_seconds(pid: u32, children: bool) -> f64 {
 
 /// CPU seconds of this process (all threads), with microsecond resolution.
 fn self_cpu() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    // CLOCK_PROCESS_CPUTIME_ID: user + system time of all threads, as getrusage(RUSAGE_SELF).
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 fn containerd_pid() -> u32 {

@@ -173,7 +173,11 @@ pub fn read_manifest(file: &Path) -> Result<Option<String>, String> {
     // Non-blocking, so a FIFO cannot hold the scan; the type is checked on the opened file.
     let opened = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY)
+                .bits()
+                .cast_signed(),
+        )
         .open(file);
     let handle = match opened {
         Ok(handle) => handle,
@@ -304,6 +308,11 @@ fn watch_directory(
 mod tests {
     use super::*;
 
+    fn mkfifo(path: &Path) {
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+    }
+
     #[test]
     fn one_bad_file_does_not_hide_the_others() {
         let dir = tempfile::tempdir().unwrap();
@@ -391,11 +400,7 @@ mod tests {
         std::os::unix::fs::symlink("loop.yaml", path.join("loop.yaml")).unwrap();
         let big = std::fs::File::create(path.join("big.yaml")).unwrap();
         big.set_len(MAX_MANIFEST_BYTES + 1).unwrap();
-        let fifo =
-            std::ffi::CString::new(path.join("fifo.yaml").into_os_string().into_encoded_bytes())
-                .unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        mkfifo(&path.join("fifo.yaml"));
         std::fs::write(path.join("bomb.yaml"), alias_bomb()).unwrap();
         std::fs::write(path.join("z-good.yaml"), pod_yaml("z")).unwrap();
         std::os::unix::fs::symlink(path.join("z-good.yaml"), path.join("link.yaml")).unwrap();
@@ -481,10 +486,7 @@ mod tests {
         assert_eq!(first.pods.len(), 1);
         // Not a directory (ENOTDIR on listing), as an unreadable one is for a non-root user.
         let fifo = dir.path().join("fifo");
-        let c_path =
-            std::ffi::CString::new(fifo.clone().into_os_string().into_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        mkfifo(&fifo);
         let unlistable = scan(&fifo, "node", &first);
         assert_eq!(unlistable.pods, first.pods);
         assert_eq!(unlistable.errors.len(), 1, "{:?}", unlistable.errors);

@@ -59,9 +59,6 @@ pub enum StatsError {
         #[source]
         source: io::Error,
     },
-    /// sysinfo(2), the count of running processes, failed.
-    #[error("sysinfo: {0}")]
-    Sysinfo(#[source] io::Error),
     /// The runtime's `ImageFsInfo` named no mountpoint to measure.
     #[error("the runtime reported no image filesystem")]
     NoImageFs,

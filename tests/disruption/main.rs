@@ -35,11 +35,9 @@ fn containerd_killed_and_restarted_pods_keep_running_and_status_recovers() {
 
     // SIGKILL, as a crash: the shims and the containers survive it.
     let pid = containerd_pid();
-    assert_eq!(
-        unsafe { libc::kill(pid, libc::SIGKILL) },
-        0,
-        "kill containerd {pid}"
-    );
+    let target = rustix::process::Pid::from_raw(pid).expect("containerd pid is positive");
+    rustix::process::kill_process(target, rustix::process::Signal::KILL)
+        .unwrap_or_else(|e| panic!("kill containerd {pid}: {e}"));
     let stale = node.wait_for(
         "/pods to mark the status stale",
         Duration::from_secs(15),

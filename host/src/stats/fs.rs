@@ -5,8 +5,6 @@ use super::StatsError;
 use crate::cri::CriClient;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::CString;
-use std::io;
 use std::path::{Path, PathBuf};
 
 /// One filesystem's size, in bytes and inodes.
@@ -37,30 +35,20 @@ impl FsStats {
 
 /// statvfs of the filesystem holding `path`.
 pub fn of(path: &Path) -> Result<FsStats, StatsError> {
-    let error = |source| StatsError::Statvfs {
+    let raw = rustix::fs::statvfs(path).map_err(|errno| StatsError::Statvfs {
         path: path.to_path_buf(),
-        source,
-    };
-    let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
-        error(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "path contains NUL",
-        ))
+        source: errno.into(),
     })?;
-    let mut raw: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c_path is a valid NUL-terminated string and raw a writable statvfs.
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut raw) } != 0 {
-        return Err(error(io::Error::last_os_error()));
-    }
-    let block = raw.f_frsize as u64;
+    let block = raw.f_frsize;
     Ok(FsStats {
-        capacity_bytes: (raw.f_blocks as u64).saturating_mul(block),
-        available_bytes: (raw.f_bavail as u64).saturating_mul(block),
-        used_bytes: (raw.f_blocks as u64)
-            .saturating_sub(raw.f_bfree as u64)
+        capacity_bytes: raw.f_blocks.saturating_mul(block),
+        available_bytes: raw.f_bavail.saturating_mul(block),
+        used_bytes: raw
+            .f_blocks
+            .saturating_sub(raw.f_bfree)
             .saturating_mul(block),
-        inodes: raw.f_files as u64,
-        inodes_free: raw.f_ffree as u64,
+        inodes: raw.f_files,
+        inodes_free: raw.f_ffree,
     })
 }
 

@@ -7,7 +7,6 @@ use super::cgroup::{is_v1, parse_memory_stat, MemoryCounters};
 use super::{read, read_number, StatsError};
 use crate::cgroups::CGROUP_ROOT;
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 
 const MEMINFO: &str = "/proc/meminfo";
@@ -165,11 +164,8 @@ pub fn boot_time() -> Result<std::time::SystemTime, StatsError> {
 pub fn pids() -> Result<(u64, u64), StatsError> {
     let max = read_number(Path::new("/proc/sys/kernel/pid_max"))?
         .min(read_number(Path::new("/proc/sys/kernel/threads-max"))?);
-    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
-    // SAFETY: info is a writable sysinfo struct.
-    if unsafe { libc::sysinfo(&mut info) } != 0 {
-        return Err(StatsError::Sysinfo(io::Error::last_os_error()));
-    }
+    // sysinfo(2) fails only on a bad buffer address, which rustix never passes.
+    let info = rustix::system::sysinfo();
     Ok((max, u64::from(info.procs)))
 }
 
