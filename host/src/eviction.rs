@@ -18,9 +18,10 @@ use crate::gc::GarbageCollector;
 use crate::metrics::Metrics;
 use crate::stats;
 use crate::status::StatusStore;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tracing::{info, warn, Instrument};
@@ -129,7 +130,7 @@ impl EvictionManager {
     /// threshold acts, its `signal`.
     pub async fn synchronize(&self) {
         let cycle = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = self.state.lock();
             state.cycle += 1;
             state.cycle
         };
@@ -147,7 +148,7 @@ impl EvictionManager {
         let measured = self.observe().await;
         let now = Instant::now();
         let (met, active) = {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let mut state = self.state.lock();
             let met = self.thresholds_met(&measured, &state.met);
             state.first_observed.retain(|i, _| met.contains(i));
             for &i in &met {

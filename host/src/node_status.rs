@@ -315,7 +315,7 @@ pub struct NodeView {
     pub facts: std::sync::OnceLock<NodeFacts>,
     pressure: std::sync::Arc<NodePressure>,
     health: std::sync::Arc<crate::health::Health>,
-    ready: std::sync::Mutex<(bool, SystemTime)>,
+    ready: parking_lot::Mutex<(bool, SystemTime)>,
 }
 
 impl NodeView {
@@ -328,7 +328,7 @@ impl NodeView {
             facts: std::sync::OnceLock::new(),
             pressure,
             health,
-            ready: std::sync::Mutex::new((false, SystemTime::now())),
+            ready: parking_lot::Mutex::new((false, SystemTime::now())),
         }
     }
 
@@ -346,7 +346,7 @@ impl NodeView {
         let facts = self.facts.get()?;
         let readiness = self.readiness();
         let since = {
-            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ready = self.ready.lock();
             if ready.0 != readiness.is_ok() {
                 *ready = (readiness.is_ok(), SystemTime::now());
                 if ready.0 {

@@ -2,10 +2,11 @@
 //! and a lock that lets the outage test stop the control plane while no other test runs.
 
 use crate::harness::{Node, NodeOptions, SecurePortOptions};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Taken for reading by every test, for writing by the one that stops the control plane.
@@ -13,12 +14,12 @@ static OUTAGE: RwLock<()> = RwLock::new(());
 
 /// Holds the control plane up for the duration of a test.
 pub fn shared() -> RwLockReadGuard<'static, ()> {
-    OUTAGE.read().unwrap_or_else(|e| e.into_inner())
+    OUTAGE.read()
 }
 
 /// Holds every other test off while the control plane is stopped.
 pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    OUTAGE.write().unwrap_or_else(|e| e.into_inner())
+    OUTAGE.write()
 }
 
 pub struct Cluster {

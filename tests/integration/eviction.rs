@@ -4,8 +4,8 @@
 //! evictable with `evictStaticPods: true` (a standalone node has nothing else).
 
 use crate::harness::{built_plugin, write_plugin_config, Node, NodeOptions};
+use parking_lot::Mutex;
 use serde_json::Value;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The test that fills memory runs alone: it needs the node's memory to hold still.
@@ -114,7 +114,7 @@ fn pressured_node(name: &str, headroom: i64, plugins: &str) -> Node {
 
 #[test]
 fn memory_pressure_evicts_in_upstream_order_then_clears() {
-    let _alone = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = MEMORY.lock();
     // Two 3 GiB hogs; pressure once both are full, and gone once either is evicted.
     let before = memory_available();
     let threshold = before - 6 * GIB + 3 * GIB / 2;

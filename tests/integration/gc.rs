@@ -4,9 +4,9 @@
 //! can push usage over the thresholds without touching anybody else's images.
 
 use crate::harness::{built_plugin, busybox_pod, write_plugin_config, Node, NodeOptions};
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 use wasmlet::cri::CriClient;
 
@@ -122,7 +122,7 @@ fn plugin_config(dir: &Path, name: &str, wasm: &Path, config: &str) -> PathBuf {
 
 #[test]
 fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
-    let _serial = GC_NODE.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = GC_NODE.lock();
     let dir = tempfile::tempdir().unwrap();
     let socket = gc_node_with_images(dir.path());
     // The kept prefixes come from a file in a directory the plugin config grants (read-only):
@@ -185,7 +185,7 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
 
 #[test]
 fn a_faulty_gc_plugin_falls_back_to_the_default_order() {
-    let _serial = GC_NODE.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = GC_NODE.lock();
     let dir = tempfile::tempdir().unwrap();
     let socket = gc_node_with_images(dir.path());
     // Plans in-use and pinned images and an index out of range: the host rejects it.

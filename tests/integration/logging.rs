@@ -11,9 +11,10 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
@@ -107,7 +108,7 @@ impl TraceService for Receiver {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let mut received = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut received = self.0.lock();
         let spans = request
             .into_inner()
             .resource_spans
@@ -175,7 +176,7 @@ fn pod_sync_spans_are_exported_over_otlp() {
     let pod = format!("traced-{}_default", node.name);
     // The batch processor exports every 5 s.
     let span = node.wait_for("a sync span of the pod", Duration::from_secs(30), |_| {
-        let received = received.lock().unwrap_or_else(|p| p.into_inner());
+        let received = received.lock();
         received
             .iter()
             .find(|(name, attributes)| {

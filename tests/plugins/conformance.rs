@@ -10,7 +10,7 @@
 //! must be there.
 
 use super::*;
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 #[path = "../support/sdk_plugins.rs"]
 mod sdk_plugins;
@@ -91,7 +91,7 @@ fn health_server() -> (u16, Arc<Mutex<(u16, String)>>) {
         for mut stream in listener.incoming().flatten() {
             let mut buf = [0u8; 2048];
             let _ = std::io::Read::read(&mut stream, &mut buf);
-            let (status, body) = serving.lock().unwrap().clone();
+            let (status, body) = serving.lock().clone();
             let text = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
@@ -181,7 +181,7 @@ fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
     let mut rng = Lcg(42);
     for round in 0..150 {
         let (status, body, args) = health_case(&mut rng, port);
-        *reply.lock().unwrap() = (status, body.clone());
+        *reply.lock() = (status, body.clone());
         let request = ProbeRequest {
             args: args.clone(),
             timeout_ms: 2000,

@@ -15,11 +15,11 @@ fn wasi_report(setup: &Setup) -> String {
 
 /// A captured log for one thread's plugin calls.
 #[derive(Clone, Default)]
-struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+struct CapturedLog(Arc<parking_lot::Mutex<Vec<u8>>>);
 
 impl std::io::Write for CapturedLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        self.0.lock().extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -57,7 +57,7 @@ fn wasi_is_deny_all_unless_the_config_grants_a_directory_or_environment() {
     assert!(report.contains("write=err:"), "{report}");
     assert!(report.contains("env=unset"), "{report}");
     assert!(report.contains("connect=err:"), "{report}");
-    let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let logged = String::from_utf8(log.0.lock().clone()).unwrap();
     assert!(
         logged.contains("hello from the guest")
             && logged.contains("plugin=\"wasi\"")

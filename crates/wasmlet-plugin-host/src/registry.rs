@@ -24,9 +24,9 @@ use crate::engine::{sha256_hex, PluginEngine};
 use crate::instance::LoadedPlugin;
 use crate::metrics::{CallResult, PluginMetrics};
 use notify::{RecursiveMode, Watcher};
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
@@ -159,8 +159,7 @@ impl PluginRegistry {
             }
             Err(problem) => {
                 error!(error = %problem, "plugin config rejected; the plugins loaded before keep serving");
-                *self.config_error.lock() =
-                    Some(problem.to_string());
+                *self.config_error.lock() = Some(problem.to_string());
                 return;
             }
         };
@@ -299,9 +298,7 @@ impl PluginRegistry {
         dirs.insert(parent(&file));
         for slot in self.slots.load().iter() {
             // `oci://` plugins are polled (`pull`), not watched.
-            if let PluginSource::File(path) =
-                &slot.spec.lock().source
-            {
+            if let PluginSource::File(path) = &slot.spec.lock().source {
                 dirs.insert(parent(path));
             }
         }

@@ -19,8 +19,9 @@ use crate::source::SourceSnapshot;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -49,12 +50,12 @@ impl MirrorPods {
         self.read().contains_key(uid)
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Option<String>>> {
-        self.known.read().unwrap_or_else(|p| p.into_inner())
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, HashMap<String, Option<String>>> {
+        self.known.read()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Option<String>>> {
-        self.known.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, HashMap<String, Option<String>>> {
+        self.known.write()
     }
 }
 

@@ -28,9 +28,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, ListParams};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
@@ -48,8 +49,8 @@ type Cache<K, T> = Mutex<HashMap<K, Cached<T>>>;
 /// A configMap or secret cache under each strategy: the watches, and the TTL answers.
 type Kept<'a, K> = (&'a watched::Watched<K>, &'a Cache<(String, String), Arc<K>>);
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
+    mutex.lock()
 }
 
 fn fresh<K: Eq + Hash, T: Clone>(cache: &Cache<K, T>, key: &K, ttl: Duration) -> Option<T> {

@@ -14,9 +14,10 @@ use crate::status::StatusSink;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use parking_lot::Mutex;
 use serde_json::json;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
@@ -122,8 +123,8 @@ fn is_static(pod: &Pod) -> bool {
 }
 
 impl ApiStatusWriter {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock()
     }
 
     /// The writes due now: a status patch for each pod whose version grew, then a delete for

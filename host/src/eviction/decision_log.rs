@@ -4,9 +4,9 @@
 //! what message.
 
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
+use parking_lot::Mutex;
 use serde::Serialize;
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use tracing::info;
 use wasmlet_plugin_host::{CandidateRank, DecidedBy, Decision, EvictionSnapshot, RolloutState};
 
@@ -178,17 +178,12 @@ pub struct DecisionLog(Mutex<VecDeque<DecisionRecord>>);
 impl DecisionLog {
     /// The decisions kept, oldest first.
     pub fn list(&self) -> Vec<DecisionRecord> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.0.lock().iter().cloned().collect()
     }
 
     /// Keeps `decision`, dropping the oldest beyond [`DECISION_LOG_LEN`].
     pub(super) fn push(&self, decision: DecisionRecord) {
-        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut log = self.0.lock();
         if log.len() == DECISION_LOG_LEN {
             log.pop_front();
         }

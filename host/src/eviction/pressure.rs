@@ -6,9 +6,9 @@
 use crate::podutil;
 use crate::resources::QosClass;
 use k8s_openapi::api::core::v1::Pod;
+use parking_lot::Mutex;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::info;
 use wasmlet_policy_default::{Pressure, Signal};
@@ -120,23 +120,17 @@ impl NodePressure {
 
     /// Every condition and its state.
     pub fn conditions(&self) -> BTreeMap<Condition, ConditionState> {
-        self.conditions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.conditions.lock().clone()
     }
 
     /// The latest measurement of every signal.
     pub fn observations(&self) -> Vec<Observation> {
-        self.observations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.observations.lock().clone()
     }
 
     /// Replaces the latest measurements.
     pub(super) fn set_observations(&self, observations: Vec<Observation>) {
-        *self.observations.lock().unwrap_or_else(|p| p.into_inner()) = observations;
+        *self.observations.lock() = observations;
     }
 
     /// Whether static pods are evictable on this node.
@@ -161,7 +155,7 @@ impl NodePressure {
         transition_period: Duration,
     ) {
         let wall = SystemTime::now();
-        let mut conditions = self.conditions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut conditions = self.conditions.lock();
         for (condition, state) in conditions.iter_mut() {
             let seen = last_observed.get(condition);
             if let Some(at) = seen {
@@ -246,7 +240,7 @@ mod tests {
     fn pressure(conditions: &[Condition], evict_static: bool) -> NodePressure {
         let p = NodePressure::new(evict_static);
         for c in conditions {
-            if let Some(state) = p.conditions.lock().expect("lock").get_mut(c) {
+            if let Some(state) = p.conditions.lock().get_mut(c) {
                 state.active = true;
             }
         }

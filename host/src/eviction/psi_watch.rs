@@ -112,7 +112,7 @@ impl EvictionManager {
         let plugin = decided_by_label(&decision.decided_by);
         let now = Instant::now();
         {
-            let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let state = self.state.lock();
             if let Some(last) = state.last_psi_eviction {
                 let since = now.duration_since(last);
                 if since < self.config.psi_eviction_window {
@@ -152,10 +152,7 @@ impl EvictionManager {
         let grace = self.soft_grace(pod);
         let pod_name = name(index);
         warn!(pod = %pod_name, %plugin, grace_s = grace.as_secs(), %message, "evicting pod on pressure stall information");
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last_psi_eviction = Some(now);
+        self.state.lock().last_psi_eviction = Some(now);
         self.record_eviction(pod, pod_name, &message, record, PSI_SIGNAL, plugin);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         self.hand_over(uid, message, grace).await;

@@ -6,10 +6,11 @@ use super::GcError;
 use crate::cri::{api, CriClient, Labels};
 use crate::metrics::{decided_by_label, Metrics, PluginLabels};
 use crate::stats;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tracing::{debug, info, warn};
 use wasmlet_plugin_host::{DecidedBy, PluginRegistry};
@@ -139,7 +140,7 @@ impl ImageGc {
 
     /// The record of an image ID, if it has been seen.
     pub fn record(&self, id: &str) -> Option<ImageRecord> {
-        self.records.lock().ok()?.get(id).copied()
+        self.records.lock().get(id).copied()
     }
 
     fn save(&self, records: &BTreeMap<String, ImageRecord>) {
@@ -162,9 +163,7 @@ impl ImageGc {
         in_use: &HashSet<String>,
         now_ms: u64,
     ) -> Vec<ImageRecord> {
-        let Ok(mut records) = self.records.lock() else {
-            return vec![ImageRecord::default(); images.len()];
-        };
+        let mut records = self.records.lock();
         let present: HashSet<&str> = images.iter().map(|i| i.id.as_str()).collect();
         records.retain(|id, _| present.contains(id.as_str()));
         let out = images

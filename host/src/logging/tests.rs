@@ -1,7 +1,8 @@
 use super::*;
 use crate::config::logging::{parse_vmodule, VModuleItem};
+use parking_lot::Mutex;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Log output captured in memory.
 #[derive(Clone, Default)]
@@ -9,10 +10,7 @@ struct Buffer(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for Buffer {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(bytes);
+        self.0.lock().extend_from_slice(bytes);
         Ok(bytes.len())
     }
 
@@ -40,7 +38,7 @@ fn json_lines(filter: EnvFilter, body: impl FnOnce()) -> (String, Vec<Value>) {
             .with_filter(filter),
     );
     tracing::subscriber::with_default(subscriber, body);
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let text = String::from_utf8(buffer.0.lock().clone()).unwrap();
     let lines = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))

@@ -5,10 +5,10 @@
 //! a scrape), with upstream's `namespace` and `persistentvolumeclaim` (empty: an emptyDir has
 //! no claim) and `pod` and `volume` to tell them apart. `stats::volume_usage` measures them.
 
+use parking_lot::RwLock;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
-use std::sync::RwLock;
 
 /// One volume's numbers, as the summary's `VolumeStats` has them.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,14 +42,11 @@ pub struct VolumeStats {
 impl VolumeStats {
     /// Keeps `samples` (the latest measurement of every emptyDir) for the scrapes.
     pub fn set(&self, samples: Vec<VolumeSample>) {
-        *self.latest.write().unwrap_or_else(|e| e.into_inner()) = samples;
+        *self.latest.write() = samples;
     }
 
     fn samples(&self) -> Vec<VolumeSample> {
-        self.latest
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.latest.read().clone()
     }
 }
 

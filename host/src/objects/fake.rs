@@ -6,8 +6,9 @@ use super::{
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Objects by `(namespace, name)`; what is not there is not found.
@@ -47,7 +48,6 @@ impl FakeObjects {
         };
         self.config_maps
             .lock()
-            .unwrap()
             .insert(key(namespace, name), Arc::new(map));
     }
 
@@ -57,15 +57,12 @@ impl FakeObjects {
             map.metadata.namespace.as_deref().unwrap_or(""),
             map.metadata.name.as_deref().unwrap_or(""),
         );
-        self.config_maps.lock().unwrap().insert(k, Arc::new(map));
+        self.config_maps.lock().insert(k, Arc::new(map));
     }
 
     /// Deletes configMap `namespace/name`.
     pub fn remove_config_map(&self, namespace: &str, name: &str) {
-        self.config_maps
-            .lock()
-            .unwrap()
-            .remove(&key(namespace, name));
+        self.config_maps.lock().remove(&key(namespace, name));
     }
 
     /// Stores (or replaces) secret `namespace/name` with byte `data`.
@@ -81,7 +78,6 @@ impl FakeObjects {
         };
         self.secrets
             .lock()
-            .unwrap()
             .insert(key(namespace, name), Arc::new(secret));
     }
 
@@ -89,14 +85,13 @@ impl FakeObjects {
     pub fn put_services(&self, namespace: &str, services: Vec<Service>) {
         self.services
             .lock()
-            .unwrap()
             .insert(namespace.to_string(), Arc::new(services));
     }
 
     /// What every token request answers from now on (a token valid for an hour, or an
     /// error); unset, requests answer `token-<serviceaccount>`.
     pub fn set_token(&self, answer: Result<String, ObjectError>) {
-        *self.token.lock().unwrap() = Some(answer);
+        *self.token.lock() = Some(answer);
     }
 }
 
@@ -106,12 +101,7 @@ impl ObjectSource for FakeObjects {
         namespace: &'a str,
         name: &'a str,
     ) -> ObjectFuture<'a, Arc<ConfigMap>> {
-        let found = self
-            .config_maps
-            .lock()
-            .unwrap()
-            .get(&key(namespace, name))
-            .cloned();
+        let found = self.config_maps.lock().get(&key(namespace, name)).cloned();
         Box::pin(std::future::ready(found.ok_or_else(|| {
             ObjectError::NotFound {
                 kind: ObjectKind::ConfigMap,
@@ -122,12 +112,7 @@ impl ObjectSource for FakeObjects {
     }
 
     fn secret<'a>(&'a self, namespace: &'a str, name: &'a str) -> ObjectFuture<'a, Arc<Secret>> {
-        let found = self
-            .secrets
-            .lock()
-            .unwrap()
-            .get(&key(namespace, name))
-            .cloned();
+        let found = self.secrets.lock().get(&key(namespace, name)).cloned();
         Box::pin(std::future::ready(found.ok_or_else(|| {
             ObjectError::NotFound {
                 kind: ObjectKind::Secret,
@@ -142,14 +127,13 @@ impl ObjectSource for FakeObjects {
         pod: &'a Pod,
         request: &'a TokenRequest,
     ) -> ObjectFuture<'a, ServiceAccountToken> {
-        self.token_requests.lock().unwrap().push((
+        self.token_requests.lock().push((
             pod.metadata.uid.clone().unwrap_or_default(),
             request.clone(),
         ));
         let answer = self
             .token
             .lock()
-            .unwrap()
             .clone()
             .unwrap_or_else(|| Ok(format!("token-{}", request.service_account)));
         Box::pin(std::future::ready(answer.map(|token| {
@@ -161,7 +145,7 @@ impl ObjectSource for FakeObjects {
     }
 
     fn services<'a>(&'a self, namespace: &'a str) -> ObjectFuture<'a, Arc<Vec<Service>>> {
-        let found = self.services.lock().unwrap().get(namespace).cloned();
+        let found = self.services.lock().get(namespace).cloned();
         Box::pin(std::future::ready(Ok(found.unwrap_or_default())))
     }
 }

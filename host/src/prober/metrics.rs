@@ -6,13 +6,13 @@
 
 use super::{ProbeKind, ProbeTarget};
 use crate::metrics::exposition::register_verbatim;
+use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// Prometheus' default buckets, which upstream's histogram uses.
@@ -109,7 +109,7 @@ impl ProbeMetrics {
         self.durations
             .get_or_create(&duration_labels)
             .observe(took.as_secs_f64());
-        let mut series = self.series.lock().unwrap_or_else(|p| p.into_inner());
+        let mut series = self.series.lock();
         let entry = series.entry(target.pod_uid.clone()).or_default();
         entry.results.insert(result_labels);
         entry.durations.insert(duration_labels);
@@ -117,11 +117,7 @@ impl ProbeMetrics {
 
     /// Drops every series of the pod `uid` (it was removed).
     pub fn forget_pod(&self, uid: &str) {
-        let removed = self
-            .series
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(uid);
+        let removed = self.series.lock().remove(uid);
         if let Some(series) = removed {
             for labels in &series.results {
                 self.results.remove(labels);

@@ -3,8 +3,8 @@
 //! and the pod worker read.
 
 use super::ProbeKind;
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// What one probe run found (upstream's `probe.Result` with its error).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,8 +50,8 @@ pub(super) struct Shared {
 
 impl Shared {
     /// The results, recovered if a task panicked while holding them.
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProbeKind, Published>> {
-        self.results.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<ProbeKind, Published>> {
+        self.results.lock()
     }
 
     /// The container has started: it has no startup probe, or that probe succeeded.

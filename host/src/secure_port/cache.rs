@@ -1,9 +1,9 @@
 //! A small map of answers that expire: upstream caches TokenReview and SubjectAccessReview
 //! answers for their TTLs so a busy client costs the API server one review, not one a request.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Entries kept at most; a full cache first drops what expired, then what expires soonest.
@@ -68,9 +68,8 @@ impl<K: Hash + Eq + Clone, V: Clone> TtlCache<K, V> {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (Instant, V)>> {
-        // A panic while holding the lock cannot leave the map half-written; keep serving.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<K, (Instant, V)>> {
+        self.entries.lock()
     }
 }
 

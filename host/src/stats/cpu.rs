@@ -5,9 +5,9 @@
 
 use super::cgroup;
 use super::{read, StatsError};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 
 /// A second request within this window of the last sample gets the last rate: a rate over a
 /// few milliseconds says nothing.
@@ -35,7 +35,7 @@ impl UsageNanoCores {
     /// the average rate in nanocores since the previous sample: `None` for a first sample or
     /// after the counter went backwards (a new cgroup under the same name).
     pub fn rate(&self, key: &str, at_ns: i64, total_ns: u64) -> Option<u64> {
-        let mut samples = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut samples = self.0.lock();
         let previous = samples.get(key).copied();
         let next = match previous {
             Some(last) if total_ns >= last.total_ns && at_ns >= last.at_ns => {
@@ -62,7 +62,7 @@ impl UsageNanoCores {
 
     /// Forgets the samples not refreshed in the last ten minutes before `now_ns`.
     pub fn forget_stale(&self, now_ns: i64) {
-        let mut samples = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut samples = self.0.lock();
         samples.retain(|_, sample| now_ns - sample.at_ns < FORGET_AFTER_NS);
     }
 }

@@ -8,8 +8,9 @@
 //! [`IDLE_AFTER`] (or three periods, if longer), so a node nobody scrapes reads nothing.
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long housekeeping keeps reading without a scrape (a minute-long scrape interval is
@@ -54,8 +55,8 @@ impl Housekeeping {
         self.period
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// Records a scrape; marks housekeeping running when it was not (the caller starts it).

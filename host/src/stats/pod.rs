@@ -5,10 +5,10 @@
 
 use super::{cgroup, StatsError};
 use crate::cri::{api, labels, CriClient, Labels};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::Mutex;
 
 /// One pod's usage as the runtime reports it, summed over its containers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl CpuSampler {
         let Some(total) = cpu.usage_core_nano_seconds.as_ref().map(|v| v.value) else {
             return 0;
         };
-        let mut samples = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut samples = self.0.lock();
         let previous = samples.insert(container.to_string(), (cpu.timestamp, total));
         match previous {
             Some((at, before)) if cpu.timestamp > at && total >= before => {
@@ -88,7 +88,7 @@ impl CpuSampler {
 
     /// Forgets containers that no longer report.
     fn retain(&self, live: &[String]) {
-        let mut samples = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut samples = self.0.lock();
         samples.retain(|id, _| live.contains(id));
     }
 }

@@ -4,8 +4,9 @@
 
 use super::{mark_evicted, StatusStore};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Somewhere pod statuses go besides the local store.
@@ -120,11 +121,9 @@ impl StatusManager {
         self.store.set(pod);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, u64>> {
         // A panic while holding the lock cannot leave a counter half-written; keep serving.
-        self.versions
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.versions.lock()
     }
 }
 
@@ -203,10 +202,10 @@ mod tests {
                 .as_ref()
                 .and_then(|s| s.phase.clone())
                 .unwrap_or_default();
-            self.0.lock().unwrap().push((phase, version));
+            self.0.lock().push((phase, version));
         }
         fn pod_removed(&self, uid: &str) {
-            self.0.lock().unwrap().push((format!("removed {uid}"), 0));
+            self.0.lock().push((format!("removed {uid}"), 0));
         }
     }
 
@@ -261,7 +260,7 @@ mod tests {
         assert!(store.get("a").is_none());
         manager.set_status(&pod("a"), phase("Pending"));
         assert_eq!(
-            *sink.0.lock().unwrap(),
+            *sink.0.lock(),
             [
                 ("Pending".to_string(), 1),
                 ("Running".to_string(), 2),

@@ -4,8 +4,8 @@
 use crate::timestamps;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// The node's pods with their latest status, keyed by UID.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ impl StatusStore {
 
     /// Marks the status stale (the runtime stopped answering) or fresh again.
     pub fn set_stale(&self, stale: bool) {
-        let mut since = self.stale_since.lock().unwrap_or_else(|p| p.into_inner());
+        let mut since = self.stale_since.lock();
         match (stale, since.is_some()) {
             (true, false) => *since = Some(timestamps::now()),
             (false, true) => *since = None,
@@ -62,11 +62,7 @@ impl StatusStore {
 
     /// All pods, ordered by namespace and name, as `/pods` lists them.
     pub fn list(&self) -> Vec<Pod> {
-        let stale = self
-            .stale_since
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let stale = self.stale_since.lock().clone();
         let mut pods: Vec<Pod> = self.lock().values().cloned().collect();
         if let Some(since) = stale {
             let since = since.0.to_string();
@@ -82,10 +78,8 @@ impl StatusStore {
         pods
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Pod>> {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<String, Pod>> {
         // A panic while holding the lock cannot leave a map half-written; keep serving.
-        self.pods
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.pods.lock()
     }
 }

@@ -8,7 +8,8 @@ use super::{Offered, PluginRegistry, PluginSlot};
 use crate::config::{OciSource, PluginSource, PluginSpec, DEFAULT_POLL_PERIOD};
 use crate::metrics::PullResult;
 use crate::oci::{self, OciError, Remote};
-use std::sync::{Arc, MutexGuard};
+use parking_lot::MutexGuard;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
 
@@ -60,15 +61,15 @@ pub(super) fn start_poller(registry: &Arc<PluginRegistry>) {
 
 impl PluginSlot {
     fn oci(&self) -> MutexGuard<'_, OciState> {
-        self.oci.lock().unwrap_or_else(|p| p.into_inner())
+        self.oci.lock()
     }
 
     fn spec_now(&self) -> PluginSpec {
-        self.spec.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.spec.lock().clone()
     }
 
     fn set_spec(&self, spec: PluginSpec) {
-        *self.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec;
+        *self.spec.lock() = spec;
     }
 
     /// The `oci` object of a `/plugins` entry.
@@ -108,7 +109,7 @@ impl PluginRegistry {
                 wait = wait.min(at - now);
                 continue;
             }
-            let _one_at_a_time = self.reload_lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _one_at_a_time = self.reload_lock.lock();
             let spec = slot.spec_now();
             let PluginSource::Oci(source) = &spec.source else {
                 slot.oci().next_poll = None;
@@ -153,7 +154,11 @@ impl PluginRegistry {
             // A reload that changed nothing of this plugin: its tag is the poller's.
             return;
         }
-        let remote = match Remote::new(reference, &source.access()) {
+        let remote = match Remote::new(
+            reference,
+            source.insecure,
+            source.registry_config.as_deref(),
+        ) {
             Ok(remote) => remote,
             Err(error) => return self.refused(slot, spec, period, error, None),
         };

@@ -263,10 +263,7 @@ impl PluginSlot {
         if let Some(record) = record {
             return serde_json::to_value(record).ok();
         }
-        let rollout = self
-            .spec
-            .lock()
-            .rollout?;
+        let rollout = self.spec.lock().rollout?;
         Some(serde_json::json!({
             "state": RolloutState::Idle,
             "shadowCycles": rollout.shadow_cycles,

@@ -1,6 +1,6 @@
 use super::*;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 fn pod(name: &str, uid: &str) -> k8s_openapi::api::core::v1::Pod {
     k8s_openapi::api::core::v1::Pod {
@@ -54,7 +54,7 @@ struct FakeSink {
 
 impl FakeSink {
     fn calls(&self) -> Vec<Call> {
-        self.calls.lock().unwrap().clone()
+        self.calls.lock().clone()
     }
 }
 
@@ -62,7 +62,6 @@ impl EventSink for FakeSink {
     async fn create(&self, event: &Event) -> Result<(), ApiError> {
         self.calls
             .lock()
-            .unwrap()
             .push(Call::Create(Box::new(event.clone())));
         Ok(())
     }
@@ -75,7 +74,6 @@ impl EventSink for FakeSink {
     ) -> Result<(), ApiError> {
         self.calls
             .lock()
-            .unwrap()
             .push(Call::Patch(namespace.into(), name.into(), patch.clone()));
         if self.patch_not_found {
             let status = kube::core::Status::failure("gone", "NotFound").with_code(404);
@@ -90,7 +88,7 @@ struct Mirrors(Mutex<bool>);
 
 impl MirrorLookup for Mirrors {
     fn lookup(&self, uid: &str) -> MirrorUid {
-        match (uid, *self.0.lock().unwrap()) {
+        match (uid, *self.0.lock()) {
             ("static-uid", true) => MirrorUid::Known("mirror-uid".into()),
             ("static-uid", false) => MirrorUid::NotYet,
             _ => MirrorUid::NotStatic,
@@ -312,7 +310,7 @@ async fn events_of_a_static_pod_wait_for_its_mirror_pod_in_order() {
     w.flush_pending(at(2)).await;
     assert_eq!(sink.calls().len(), 1, "still no mirror pod");
 
-    *mirrors.0.lock().unwrap() = true;
+    *mirrors.0.lock() = true;
     w.flush_pending(at(3)).await;
     let reasons: Vec<_> = sink
         .calls()

@@ -9,8 +9,8 @@ use crate::objects::{ObjectError, ObjectKind, ServiceAccountToken, TokenRequest}
 use k8s_openapi::api::authentication::v1 as authn;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, PostParams};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tracing::{debug, warn};
 

@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{watcher, WatchStreamExt};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
@@ -140,9 +141,9 @@ impl<K: Watchable> Watched<K> {
         (entries.len(), watched)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Entry<K>>> {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<(String, String), Entry<K>>> {
         // A panic while holding the lock cannot leave the map half-written; keep serving.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+        self.entries.lock()
     }
 }
 

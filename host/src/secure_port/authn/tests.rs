@@ -1,8 +1,8 @@
 use super::*;
 use axum::http::HeaderValue;
 use k8s_openapi::api::authentication::v1::UserInfo as ApiUser;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A TokenReview stand-in: `good` is valid as user `alice`, anything else not; `fail` makes
 /// the next reviews fail as an unreachable API server would.
@@ -18,7 +18,7 @@ impl TokenReviewer for FakeTokens {
         token: &'a str,
     ) -> BoxFuture<'a, Result<TokenReviewStatus, ReviewError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let fail = *self.fail.lock().unwrap();
+        let fail = *self.fail.lock();
         Box::pin(async move {
             if fail {
                 return Err(ReviewError::NoStatus {
@@ -112,11 +112,11 @@ async fn tokens_are_reviewed_once_per_ttl_yes_and_no_alike() {
 async fn a_failed_review_is_a_401_and_is_not_cached() {
     let fake = Arc::new(FakeTokens::default());
     let auth = with_tokens(&fake, true);
-    *fake.fail.lock().unwrap() = true;
+    *fake.fail.lock() = true;
     let none = PeerIdentity::default();
     let error = auth.authenticate(&none, &bearer("good")).await.unwrap_err();
     assert!(matches!(error, AuthnError::Review(_)), "{error}");
-    *fake.fail.lock().unwrap() = false;
+    *fake.fail.lock() = false;
     assert_eq!(
         auth.authenticate(&none, &bearer("good"))
             .await

@@ -1,6 +1,6 @@
 use super::*;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 fn subresources(method: &str, path: &str) -> (Vec<&'static str>, &'static str) {
     let attributes = request_attributes(method, path, "node-a");
@@ -90,7 +90,7 @@ impl AccessReviewer for FakeAccess {
         spec: SubjectAccessReviewSpec,
     ) -> BoxFuture<'a, Result<SubjectAccessReviewStatus, ReviewError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let fail = *self.fail.lock().unwrap();
+        let fail = *self.fail.lock();
         Box::pin(async move {
             if fail {
                 return Err(ReviewError::NoStatus {
@@ -131,7 +131,7 @@ async fn the_webhook_caches_allowed_and_denied_for_their_ttls() {
     assert!(authorizer.authorize(&alice, proxy).await.unwrap());
     assert_eq!(fake.calls.load(Ordering::SeqCst), 4);
     // A failed review is an error, and is asked again next time.
-    *fake.fail.lock().unwrap() = true;
+    *fake.fail.lock() = true;
     let carol = UserInfo::new("carol", &[]);
     assert!(authorizer.authorize(&carol, attributes).await.is_err());
     assert!(authorizer.authorize(&carol, attributes).await.is_err());

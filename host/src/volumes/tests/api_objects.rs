@@ -384,7 +384,7 @@ async fn kube_api_access_has_token_ca_and_namespace() {
     for name in ["token", "ca.crt", "namespace"] {
         assert_eq!(mode(&dir.join(name)), 0o644, "{name}");
     }
-    let requests = objects.token_requests.lock().unwrap().clone();
+    let requests = objects.token_requests.lock().clone();
     assert_eq!(requests.len(), 1);
     let (uid, request) = &requests[0];
     assert_eq!(uid, UID);
