@@ -1,7 +1,7 @@
 //! Plugin call costs, each beside its native or cold counterpart in the same run:
 //! `cargo bench -p wasmlet-plugin-host --bench plugins` (needs scripts/build-plugins.sh first).
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{black_box, criterion_main, BenchmarkId, Criterion};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wasmlet_plugin_host::{
@@ -161,5 +161,8 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, calls, loading);
-criterion_main!(benches);
+// `criterion_group!` defines a public function; inside a private module it needs no doc.
+mod group {
+    criterion::criterion_group!(benches, super::calls, super::loading);
+}
+criterion_main!(group::benches);

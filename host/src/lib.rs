@@ -4,8 +4,6 @@
 //! [`pod_worker`] -> [`kuberuntime`] -> [`cri`], with [`pleg`] telling the loop what changed
 //! and [`status`] the only writer of pod status.
 
-#![warn(missing_docs)]
-
 pub mod admission;
 pub mod agent;
 pub mod backoff;

@@ -274,6 +274,8 @@ impl PluginEngine {
     /// Compiles `bytes` (read from `path`) for the metered engine (a plugin with a `fuel`
     /// limit) or the unmetered one, or loads this host's earlier compilation of the same bytes
     /// from the cache. Stores for the component come from `component.engine()`.
+    // Loading a precompiled artifact is `unsafe` in wasmtime: it runs the machine code as is.
+    #[allow(unsafe_code)]
     pub(crate) fn load(
         &self,
         path: &Path,

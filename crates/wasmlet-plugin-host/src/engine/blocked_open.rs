@@ -14,7 +14,10 @@
 //! to the pool. An open of a regular file is not interruptible and is left as it is, so only
 //! opens that wait on another party (FIFOs, some devices) are affected, including, rarely,
 //! another plugin's that was still within its own deadline; it sees `interrupted`.
-#![allow(unsafe_code)]
+//!
+//! `tgkill` and `sigaction` go through `libc`, as rustix has them only in its hidden `runtime`
+//! module for libc implementations (and as `unsafe` there too), so the two functions that call
+//! them allow `unsafe`.
 
 use parking_lot::Mutex;
 use std::collections::HashSet;
@@ -51,6 +54,7 @@ impl PoolThreads {
     }
 
     /// Interrupts every thread of the pool now waiting in an open; returns how many.
+    #[allow(unsafe_code)]
     pub(crate) fn interrupt_opens(&self) -> usize {
         let Some(signal) = interrupt_signal() else {
             return 0;
@@ -95,6 +99,7 @@ fn in_open(tid: i32) -> bool {
 
 /// The real-time signal that interrupts an open, its no-op handler installed once for the
 /// process; `None` if it could not be installed (then nothing is signalled).
+#[allow(unsafe_code)]
 fn interrupt_signal() -> Option<i32> {
     static SIGNAL: OnceLock<Option<i32>> = OnceLock::new();
     *SIGNAL.get_or_init(|| {
