@@ -154,11 +154,7 @@ impl PluginRegistry {
             // A reload that changed nothing of this plugin: its tag is the poller's.
             return;
         }
-        let remote = match Remote::new(
-            reference,
-            source.insecure,
-            source.registry_config.as_deref(),
-        ) {
+        let remote = match Remote::new(reference, &source.access()) {
             Ok(remote) => remote,
             Err(error) => return self.refused(slot, spec, period, error, None),
         };
