@@ -10,9 +10,9 @@ use crate::source::ApiSnapshot;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 use kube::runtime::WatchStreamExt;
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 use tracing::{debug, warn};
@@ -28,54 +28,23 @@ pub fn is_mirror(pod: &Pod) -> bool {
         .is_some_and(|a| a.contains_key(CONFIG_MIRROR_ANNOTATION))
 }
 
-/// The set the source holds, split into pods to run and mirror pods.
-#[derive(Default)]
-struct Held {
-    pods: HashMap<String, Pod>,
-    relisting: Option<HashMap<String, Pod>>,
+/// Whether `event` may change the pods the store publishes: an object applied or deleted, or
+/// a re-list completed (the store swaps the re-listed set in only then, so a pod deleted while
+/// the watch was down is gone from it).
+fn publishes(event: &watcher::Event<Pod>) -> bool {
+    matches!(
+        event,
+        watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
+    )
 }
 
-impl Held {
-    fn key(pod: &Pod) -> String {
-        pod.metadata.uid.clone().unwrap_or_default()
-    }
-
-    /// Applies one watcher event; true when the published set may have changed.
-    fn apply(&mut self, event: watcher::Event<Pod>) -> bool {
-        match event {
-            watcher::Event::Apply(pod) => {
-                self.pods.insert(Self::key(&pod), pod);
-                true
-            }
-            watcher::Event::Delete(pod) => {
-                self.pods.remove(&Self::key(&pod));
-                true
-            }
-            watcher::Event::Init => {
-                self.relisting = Some(HashMap::new());
-                false
-            }
-            watcher::Event::InitApply(pod) => {
-                if let Some(buffer) = self.relisting.as_mut() {
-                    buffer.insert(Self::key(&pod), pod);
-                }
-                false
-            }
-            watcher::Event::InitDone => {
-                // Objects not in the re-list were deleted while the watch was down.
-                if let Some(buffer) = self.relisting.take() {
-                    self.pods = buffer;
-                }
-                true
-            }
-        }
-    }
-
-    fn split(&self) -> (Vec<Pod>, Vec<Pod>) {
-        let (mirrors, pods): (Vec<Pod>, Vec<Pod>) =
-            self.pods.values().cloned().partition(is_mirror);
-        (pods, mirrors)
-    }
+/// The store's pods, split into pods to run and mirror pods.
+fn split(held: Vec<Arc<Pod>>) -> (Vec<Pod>, Vec<Pod>) {
+    let (mirrors, pods): (Vec<Pod>, Vec<Pod>) = held
+        .into_iter()
+        .map(Arc::unwrap_or_clone)
+        .partition(is_mirror);
+    (pods, mirrors)
 }
 
 /// Marks a pod as coming from the API server, as upstream annotates its internal copy.
@@ -89,8 +58,9 @@ fn annotate(mut pod: Pod) -> Pod {
 }
 
 /// Watches the pods bound to this node until the process ends, publishing the pods to run
-/// on `pods` and the mirror pods on `mirrors`. Errors (the API server down, 410 Gone) are
-/// logged and the watch resumes with back-off; the last view stays published meanwhile.
+/// on `pods` and the mirror pods on `mirrors`. The pods are held in kube-runtime's reflector
+/// store. Errors (the API server down, 410 Gone) are logged and the watch resumes with
+/// back-off; the last view stays published meanwhile.
 pub async fn run(
     clients: ApiClients,
     pods: watch::Sender<Arc<ApiSnapshot>>,
@@ -99,7 +69,8 @@ pub async fn run(
     let api: Api<Pod> = Api::all(clients.main.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", clients.node_name));
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut held = Held::default();
+    let mut store = Writer::<Pod>::default();
+    let held = store.as_reader();
     let mut ready = false;
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -110,10 +81,11 @@ pub async fn run(
             }
         };
         ready |= matches!(event, watcher::Event::InitDone);
-        if !held.apply(event) || !ready {
+        store.apply_watcher_event(&event);
+        if !publishes(&event) || !ready {
             continue;
         }
-        let (run, mirror) = held.split();
+        let (run, mirror) = split(held.state());
         debug!(pods = run.len(), mirrors = mirror.len(), "api pods changed");
         let _ = pods.send(Arc::new(ApiSnapshot {
             ready,
@@ -131,6 +103,7 @@ mod tests {
         let mut pod = Pod::default();
         pod.metadata.uid = Some(uid.into());
         pod.metadata.name = Some(format!("p-{uid}"));
+        pod.metadata.namespace = Some("default".into());
         if mirror {
             pod.metadata.annotations =
                 Some([(CONFIG_MIRROR_ANNOTATION.to_string(), "h".to_string())].into());
@@ -139,42 +112,56 @@ mod tests {
     }
 
     fn uids(pods: &[Pod]) -> Vec<String> {
-        let mut uids: Vec<String> = pods.iter().map(Held::key).collect();
+        let mut uids: Vec<String> = pods
+            .iter()
+            .map(|p| p.metadata.uid.clone().unwrap_or_default())
+            .collect();
         uids.sort();
         uids
     }
 
+    /// Applies `event` to the store as `run` does; whether it publishes.
+    fn apply(store: &mut Writer<Pod>, event: watcher::Event<Pod>) -> bool {
+        store.apply_watcher_event(&event);
+        publishes(&event)
+    }
+
     #[test]
     fn a_relist_drops_pods_deleted_during_the_gap() {
-        let mut held = Held::default();
-        held.apply(watcher::Event::Init);
-        held.apply(watcher::Event::InitApply(pod("a", false)));
-        held.apply(watcher::Event::InitApply(pod("b", false)));
-        assert!(held.apply(watcher::Event::InitDone));
-        assert_eq!(uids(&held.split().0), ["a", "b"]);
+        let mut store = Writer::<Pod>::default();
+        let held = store.as_reader();
+        apply(&mut store, watcher::Event::Init);
+        apply(&mut store, watcher::Event::InitApply(pod("a", false)));
+        apply(&mut store, watcher::Event::InitApply(pod("b", false)));
+        assert!(apply(&mut store, watcher::Event::InitDone));
+        assert_eq!(uids(&split(held.state()).0), ["a", "b"]);
         // The watch broke (410 Gone); "a" was deleted meanwhile, "c" created.
-        assert!(!held.apply(watcher::Event::Init));
-        held.apply(watcher::Event::InitApply(pod("b", false)));
-        held.apply(watcher::Event::InitApply(pod("c", false)));
+        assert!(!apply(&mut store, watcher::Event::Init));
+        assert!(!apply(
+            &mut store,
+            watcher::Event::InitApply(pod("b", false))
+        ));
+        apply(&mut store, watcher::Event::InitApply(pod("c", false)));
         assert_eq!(
-            uids(&held.split().0),
+            uids(&split(held.state()).0),
             ["a", "b"],
             "nothing changes mid-relist"
         );
-        held.apply(watcher::Event::InitDone);
-        assert_eq!(uids(&held.split().0), ["b", "c"]);
+        assert!(apply(&mut store, watcher::Event::InitDone));
+        assert_eq!(uids(&split(held.state()).0), ["b", "c"]);
     }
 
     #[test]
     fn mirror_pods_are_kept_apart() {
-        let mut held = Held::default();
-        held.apply(watcher::Event::Apply(pod("a", false)));
-        held.apply(watcher::Event::Apply(pod("m", true)));
-        let (run, mirrors) = held.split();
+        let mut store = Writer::<Pod>::default();
+        let held = store.as_reader();
+        assert!(apply(&mut store, watcher::Event::Apply(pod("a", false))));
+        apply(&mut store, watcher::Event::Apply(pod("m", true)));
+        let (run, mirrors) = split(held.state());
         assert_eq!(uids(&run), ["a"]);
         assert_eq!(uids(&mirrors), ["m"]);
-        held.apply(watcher::Event::Delete(pod("a", false)));
-        assert!(held.split().0.is_empty());
+        assert!(apply(&mut store, watcher::Event::Delete(pod("a", false))));
+        assert!(split(held.state()).0.is_empty());
     }
 
     #[test]
