@@ -34,6 +34,41 @@ fn problem(field: impl Into<String>, reason: impl Into<String>) -> ManifestProbl
     }
 }
 
+/// Where a parse error is, as a field of the manifest: the path without the `?` segments a
+/// YAML scan error leaves where it stopped (a key it could not read), so a syntax error inside
+/// `spec.containers[0]` names that container; the root, or nothing left, is `(document)`,
+/// and the reason gives the line and column.
+fn error_place(path: &str) -> String {
+    let mut place = path;
+    while let Some(rest) = place.strip_suffix(".?").or_else(|| place.strip_suffix('?')) {
+        place = rest;
+    }
+    if place.is_empty() || place == "." {
+        "(document)".into()
+    } else {
+        place.to_string()
+    }
+}
+
+/// The document's `apiVersion` or `kind` when it is not `v1` / `Pod` (the typed parse reports
+/// either at the document's root): the field to fix rather than the whole document.
+fn type_problem(text: &str) -> Option<ManifestProblem> {
+    let serde_yaml::Value::Mapping(document) = serde_yaml::from_str(text).ok()? else {
+        return None;
+    };
+    [("apiVersion", "v1"), ("kind", "Pod")]
+        .into_iter()
+        .find_map(|(field, expected)| match document.get(field) {
+            Some(serde_yaml::Value::String(value)) if value == expected => None,
+            Some(serde_yaml::Value::String(value)) => Some(problem(
+                field,
+                format!("is {value:?}; a static pod manifest is apiVersion: v1, kind: Pod"),
+            )),
+            Some(_) => Some(problem(field, format!("must be the string {expected:?}"))),
+            None => Some(problem(field, format!("is required ({expected})"))),
+        })
+}
+
 /// Parses a manifest's text, validates it, and turns it into the pod the node runs.
 pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestProblem> {
     let mut documents = serde_yaml::Deserializer::from_str(text);
@@ -41,17 +76,13 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
         .next()
         .ok_or_else(|| problem("(file)", "is empty"))?;
     let mut pod: Pod = serde_path_to_error::deserialize(document).map_err(|e| {
-        let field = e.path().to_string();
-        problem(
-            // The root, or the empty key a YAML scan error leaves behind (`&a:\nb`): the
-            // error is the document's, and its reason gives the line and column.
-            if field == "." || field.is_empty() {
-                "(document)".into()
-            } else {
-                field
-            },
-            e.into_inner().to_string(),
-        )
+        let place = error_place(&e.path().to_string());
+        let reason = e.into_inner().to_string();
+        if place == "(document)" {
+            type_problem(text).unwrap_or_else(|| problem(place, reason))
+        } else {
+            problem(place, reason)
+        }
     })?;
     if documents.next().is_some() {
         return Err(problem(
