@@ -6,11 +6,8 @@
 //! enabled) and authorization (SubjectAccessReview, `AlwaysAllow`, or standalone's local rule:
 //! members of `system:masters` only).
 //!
-//! The lead's call:
-//! ```ignore
-//! let secure = SecurePort::new(&config, clients.as_ref())?;         // certificates, authn, authz
-//! let (addr, task) = secure.serve(state.clone(), extra_routes).await?; // bind, serve
-//! ```
+//! [`SecurePort::new`] resolves the certificates, the authenticator and the authorizer from
+//! the configuration; [`SecurePort::serve`] binds and serves the routes.
 
 pub mod authn;
 pub mod authz;

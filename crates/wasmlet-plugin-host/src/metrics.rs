@@ -1,5 +1,5 @@
 //! The plugin series of `/metrics`: calls, their latency and faults, swaps, staged rollouts,
-//! and which version of each plugin serves. No kubelet has these; issues 17 and 19 name them.
+//! and which version of each plugin serves. No kubelet has these: they are the plugin host's.
 //!
 //! The families live in the [`crate::PluginRegistry`] from its creation and count whether or
 //! not anyone registered them, so the host may register them on its Prometheus registry at any

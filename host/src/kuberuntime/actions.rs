@@ -229,6 +229,39 @@ fn replace(
 
 /// Decides one sync, as upstream's `computePodActions`: the sandbox first, then the first
 /// init container that has not succeeded, then (once all succeeded) every app container.
+///
+/// A pure function of the pod, what the runtime holds and the worker's state, so each
+/// decision is a table case without a runtime (`actions/tests.rs`). A pod the runtime has
+/// never seen gets its first sandbox; its containers are decided on the next sync, once the
+/// sandbox runs:
+///
+/// ```
+/// use std::collections::{HashMap, HashSet};
+/// use wasmlet::backoff::BackOff;
+/// use wasmlet::config::BackOffConfig;
+/// use wasmlet::kuberuntime::{compute_pod_actions, ActionInput};
+/// use wasmlet::resources::AppliedResources;
+/// use wasmlet::runtime_status::PodRuntimeStatus;
+///
+/// let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+///     "metadata": {"name": "web", "namespace": "default", "uid": "8d1f"},
+///     "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+/// }))?;
+/// let nothing_yet = PodRuntimeStatus { sandboxes: vec![], containers: vec![] };
+/// let actions = compute_pod_actions(&ActionInput {
+///     pod: &pod,
+///     runtime: &nothing_yet,
+///     terminal: false,
+///     backoff: &BackOff::new(BackOffConfig::UPSTREAM),
+///     unhealthy: &HashMap::new(),
+///     not_started: &HashSet::new(),
+///     applied: &AppliedResources::default(),
+///     now: std::time::SystemTime::now(),
+/// });
+/// assert_eq!(actions.create_sandbox, Some(0));
+/// assert!(actions.start.is_empty() && actions.kill.is_empty());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
     let mut actions = PodActions::default();
     let runtime = input.runtime;

@@ -271,6 +271,29 @@ impl PluginRegistry {
     /// Ranks pods for eviction, most evictable first; never lists critical or static pods.
     /// A candidate version on trial ranks the same snapshot too (see
     /// [`PluginRegistry::rank_with_candidate`]).
+    ///
+    /// Without an eviction plugin (or when it faults) the built-in default, upstream's order,
+    /// decides, and the decision says why:
+    ///
+    /// ```
+    /// use wasmlet_plugin_host::{DecidedBy, EvictionSnapshot, PluginEngine, PluginRegistry};
+    /// use wasmlet_policy_default::{NodeInfo, PodInfo};
+    ///
+    /// let registry = PluginRegistry::new(PluginEngine::new(None)?, None);
+    /// let snapshot = EvictionSnapshot {
+    ///     node: NodeInfo::default(),
+    ///     pressure: Vec::new(),
+    ///     pods: vec![
+    ///         PodInfo { is_static: true, memory_usage_bytes: 900 << 20, ..Default::default() },
+    ///         PodInfo { memory_usage_bytes: 100 << 20, ..Default::default() },
+    ///     ],
+    ///     meta: Default::default(),
+    /// };
+    /// let decision = registry.rank(&snapshot);
+    /// assert_eq!(decision.order, [1], "a static pod is never evicted");
+    /// assert!(matches!(decision.decided_by, DecidedBy::BuiltIn { .. }));
+    /// # Ok::<(), wasmlet_plugin_host::EngineError>(())
+    /// ```
     pub fn rank(&self, snapshot: &EvictionSnapshot) -> Decision {
         self.rank_with_candidate(snapshot).0
     }
