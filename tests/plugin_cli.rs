@@ -481,6 +481,25 @@ fn new_project_passes(lang: &str, world: &str, dir: &Path, root: &Path, rust_tar
 mod oci_registry;
 
 /// `openssl` with `args`, which must succeed.
+/// A P-256 key pair made with openssl, as the docs say: `NAME.pem` (private) and `NAME.pub`.
+fn p256_key_pair(dir: &Path, name: &str) {
+    let private = format!("{name}.pem");
+    let public = format!("{name}.pub");
+    openssl(
+        dir,
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            &private,
+        ],
+    );
+    openssl(dir, &["pkey", "-in", &private, "-pubout", "-out", &public]);
+}
+
 fn openssl(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("openssl")
         .args(args)
@@ -535,38 +554,8 @@ fn plugin_push_pull_and_sign_commands() {
     );
 
     // A key pair made with openssl, as the docs say; `sign` resolves the tag to its digest.
-    openssl(
-        dir.path(),
-        &[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            "key.pem",
-        ],
-    );
-    openssl(
-        dir.path(),
-        &["pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"],
-    );
-    openssl(
-        dir.path(),
-        &[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            "other.pem",
-        ],
-    );
-    openssl(
-        dir.path(),
-        &["pkey", "-in", "other.pem", "-pubout", "-out", "other.pub"],
-    );
+    p256_key_pair(dir.path(), "key");
+    p256_key_pair(dir.path(), "other");
     let (ok, out, err) = run(&[
         "plugin", "pull", &tag, "--key", "key.pub", "--out", "x.wasm",
     ]);
@@ -678,22 +667,7 @@ fn plugin_push_pull_and_sign_over_https_with_the_registry_ca() {
     let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
     let component = wasm("eviction_batch_first");
     let component = component.to_str().unwrap();
-    openssl(
-        dir.path(),
-        &[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            "key.pem",
-        ],
-    );
-    openssl(
-        dir.path(),
-        &["pkey", "-in", "key.pem", "-pubout", "-out", "key.pub"],
-    );
+    p256_key_pair(dir.path(), "key");
     for host in [loopback, ip] {
         let Some(server) = oci_registry::TestRegistry::start_tls(host) else {
             return;
