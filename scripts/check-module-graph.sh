@@ -53,6 +53,7 @@ naming() {
   grep -nE "$pattern" "$@" /dev/null | grep -vE '^[^:]+:[0-9]+:\s*//' || true
 }
 
+crates="$(members)"
 status=0
 modules=0
 edge_count=0
@@ -89,10 +90,10 @@ while IFS=$'\t' read -r crate src; do
     fi
     ;;
   esac
-done < <(members)
+done <<<"$crates"
 
 # Module sizes: every non-test file of every member (tests.rs and tests/ are test modules).
-sizes="$(members | cut -f2 | xargs -I{} find {} -name '*.rs' ! -name tests.rs ! -path '*/tests/*' |
+sizes="$(printf '%s\n' "$crates" | cut -f2 | xargs -I{} find {} -name '*.rs' ! -name tests.rs ! -path '*/tests/*' |
   xargs wc -l | grep -v ' total$' | sort -rn)"
 echo "largest modules:" >&2
 printf '%s\n' "$sizes" | head -5 | sed 's/^/  /' >&2
@@ -105,5 +106,5 @@ fi
 echo "rules: no cycle in any crate; wasmlet: source/ and cluster/pod_source.rs never name" \
   "cri|kuberuntime|pod_worker|runtime_status; wasmlet-plugin-host: only" \
   "bindings|engine|instance|limiter|registry|state|wasi name wasmtime; no module over $MAX_LINES lines" >&2
-echo "$edge_count edges between $modules modules of $(members | wc -l) crates checked" >&2
+echo "$edge_count edges between $modules modules of $(printf '%s\n' "$crates" | wc -l) crates checked" >&2
 exit $status
