@@ -12,6 +12,7 @@ use crate::resources::AppliedResources;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::{Container, Pod};
+use restarts::{kill_if_unhealthy, replace, restart};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
@@ -109,7 +110,8 @@ pub struct KillAction {
 /// Why a running container is killed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KillReason {
-    /// Its liveness or startup probe failed; it restarts per its policy on a later sync.
+    /// Its liveness or startup probe failed; when its policy restarts it, the next attempt
+    /// starts in the same sync unless the back-off of the attempt before holds it.
     Unhealthy(Unhealthy),
     /// Its spec changed (the container hash differs); a new attempt starts in the same sync.
     SpecChanged,
@@ -205,28 +207,6 @@ fn resize_if_changed(
     }
 }
 
-/// Kills the running `running` of `container` for `reason` and starts its next attempt in
-/// the same sync.
-fn replace(
-    actions: &mut PodActions,
-    container: &Container,
-    running: &api::ContainerStatus,
-    reason: KillReason,
-    init: bool,
-) {
-    actions.kill.push(KillAction {
-        name: container.name.clone(),
-        id: running.id.clone(),
-        reason,
-    });
-    actions.start.push(StartAction {
-        name: container.name.clone(),
-        init,
-        attempt: runtime_status::attempt(running) + 1,
-        failed_at: None,
-    });
-}
-
 /// Decides one sync, as upstream's `computePodActions`: the sandbox first, then the first
 /// init container that has not succeeded, then (once all succeeded) every app container.
 ///
@@ -301,7 +281,7 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
             Some(c) if runtime_status::is_exited(c) && c.exit_code == 0 => continue,
             Some(c) if runtime_status::is_exited(c) => {
                 if restart_policy != "Never" {
-                    restart(input, &mut actions, container, c, true);
+                    restart(input, &mut actions, container, c, next_attempt(c), true);
                 }
             }
             Some(c) if c.state == api::ContainerState::ContainerCreated as i32 => {
@@ -325,11 +305,11 @@ pub fn compute_pod_actions(input: &ActionInput<'_>) -> PodActions {
                     _ => false,
                 };
                 if restart_wanted {
-                    restart(input, &mut actions, container, c, false);
+                    restart(input, &mut actions, container, c, next_attempt(c), false);
                 }
             }
             Some(c) if runtime_status::is_running(c) => {
-                if kill_if_unhealthy(input, &mut actions, container, c) {
+                if kill_if_unhealthy(input, &mut actions, container, c, false) {
                     continue;
                 }
                 if spec_changed(container, c) {
@@ -382,11 +362,11 @@ fn sidecar_actions(
             false
         }
         Some(c) if runtime_status::is_exited(c) => {
-            restart(input, actions, container, c, true);
+            restart(input, actions, container, c, next_attempt(c), true);
             past(runtime)
         }
         Some(c) if runtime_status::is_running(c) => {
-            if !kill_if_unhealthy(input, actions, container, c) {
+            if !kill_if_unhealthy(input, actions, container, c, true) {
                 resize_if_changed(input, actions, container, c, true);
             }
             !input.not_started.contains(&container.name) || past(runtime)
@@ -395,27 +375,9 @@ fn sidecar_actions(
     }
 }
 
-/// Kills the running instance `running` of `container` when its liveness or startup probe
-/// condemned it; returns whether it did.
-fn kill_if_unhealthy(
-    input: &ActionInput<'_>,
-    actions: &mut PodActions,
-    container: &Container,
-    running: &api::ContainerStatus,
-) -> bool {
-    let Some(unhealthy) = input
-        .unhealthy
-        .get(&container.name)
-        .filter(|u| u.container_id == running.id)
-    else {
-        return false;
-    };
-    actions.kill.push(KillAction {
-        name: container.name.clone(),
-        id: running.id.clone(),
-        reason: KillReason::Unhealthy(unhealthy.clone()),
-    });
-    true
+/// The attempt after `last`.
+fn next_attempt(last: &api::ContainerStatus) -> u32 {
+    runtime_status::attempt(last) + 1
 }
 
 fn first_start(container: &Container, init: bool) -> StartAction {
@@ -434,32 +396,6 @@ fn created(container: &Container, status: &api::ContainerStatus) -> CreatedConta
     }
 }
 
-/// A restart of `container` after its attempt `last` exited, unless CrashLoopBackOff holds
-/// it back (upstream's `doBackOff`: counted from the previous attempt's `finishedAt`).
-fn restart(
-    input: &ActionInput<'_>,
-    actions: &mut PodActions,
-    container: &Container,
-    last: &api::ContainerStatus,
-    init: bool,
-) {
-    let failed_at = timestamps::time_of(last.finished_at).unwrap_or(input.now);
-    let name = container.name.as_str();
-    if let Some(left) = input.backoff.remaining(name, failed_at, input.now) {
-        actions.back_off.push(BackOffHold {
-            name: name.to_string(),
-            backoff: input.backoff.current(name).unwrap_or_default(),
-            left,
-        });
-        return;
-    }
-    actions.start.push(StartAction {
-        name: name.to_string(),
-        init,
-        attempt: runtime_status::attempt(last) + 1,
-        failed_at: Some(failed_at),
-    });
-}
-
+mod restarts;
 #[cfg(test)]
 mod tests;

@@ -153,6 +153,14 @@ fn unhealthy(container_id: &str) -> Unhealthy {
     }
 }
 
+fn kill_unhealthy(id: &str) -> KillAction {
+    KillAction {
+        name: id.rsplit_once('-').map_or(id, |(name, _)| name).into(),
+        id: id.into(),
+        reason: KillReason::Unhealthy(unhealthy(id)),
+    }
+}
+
 /// A back-off that holds `name` for 10 s after a failure 5 s ago (its second failure).
 fn holding(name: &str) -> BackOff {
     let mut backoff = BackOff::new(BackOffConfig::UPSTREAM);
@@ -441,19 +449,59 @@ fn cases() -> Vec<Case> {
             }]),
         ),
         Case::new(
-            "liveness failed: kill the running container",
+            "liveness failed, no earlier exit: kill and start the next attempt in the same sync",
             app("Always"),
-            runtime(ready(), vec![container("app", 1, Running)]),
+            runtime(ready(), vec![container("app", 0, Running)]),
             PodActions {
-                kill: vec![KillAction {
-                    name: "app".into(),
-                    id: "app-1".into(),
-                    reason: KillReason::Unhealthy(unhealthy("app-1")),
-                }],
+                kill: vec![kill_unhealthy("app-0")],
+                start: vec![start("app", 1)],
+                ..nothing()
+            },
+        )
+        .unhealthy("app", unhealthy("app-0")),
+        Case::new(
+            "liveness failed after an earlier exit outside its back-off: kill and restart",
+            app("OnFailure"),
+            runtime(
+                ready(),
+                vec![container("app", 0, Exited(1)), container("app", 1, Running)],
+            ),
+            PodActions {
+                kill: vec![kill_unhealthy("app-1")],
+                start: vec![restart("app", 2)],
                 ..nothing()
             },
         )
         .unhealthy("app", unhealthy("app-1")),
+        Case::new(
+            "liveness failed within the back-off of the earlier exit: kill, the restart waits",
+            app("Always"),
+            runtime(
+                ready(),
+                vec![container("app", 0, Exited(1)), container("app", 1, Running)],
+            ),
+            PodActions {
+                kill: vec![kill_unhealthy("app-1")],
+                back_off: vec![BackOffHold {
+                    name: "app".into(),
+                    backoff: Duration::from_secs(10),
+                    left: Duration::from_secs(5),
+                }],
+                ..nothing()
+            },
+        )
+        .unhealthy("app", unhealthy("app-1"))
+        .backoff(holding("app")),
+        Case::new(
+            "liveness failed under restartPolicy Never: kill only",
+            app("Never"),
+            runtime(ready(), vec![container("app", 0, Running)]),
+            PodActions {
+                kill: vec![kill_unhealthy("app-0")],
+                ..nothing()
+            },
+        )
+        .unhealthy("app", unhealthy("app-0")),
         Case::new(
             "a failed probe of an older instance kills nothing",
             app("Always"),
