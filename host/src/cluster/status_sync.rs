@@ -202,6 +202,12 @@ impl ApiStatusWriter {
     /// `needsReconcile`): a status someone else changed where the node owns it is written
     /// again. Static pods are left out: their mirror pods carry their status.
     pub fn reconcile(&self, api_pods: &[Pod]) {
+        self.reconcile_at(api_pods, std::time::Instant::now());
+    }
+
+    /// [`Self::reconcile`] at `now`: a status written less than a [`SYNC_PERIOD`] before is
+    /// not compared yet (the watch may not have brought it back).
+    fn reconcile_at(&self, api_pods: &[Pod], now: std::time::Instant) {
         let mut entries = self.lock();
         for api_pod in api_pods {
             let uid = crate::podutil::uid(api_pod);
@@ -210,7 +216,7 @@ impl ApiStatusWriter {
             };
             let settled = entry
                 .written_at
-                .is_some_and(|at| at.elapsed() >= SYNC_PERIOD);
+                .is_some_and(|at| now.saturating_duration_since(at) >= SYNC_PERIOD);
             if entry.removed || is_static(&entry.pod) || entry.written < entry.version || !settled {
                 continue;
             }
@@ -440,5 +446,42 @@ mod tests {
         writer.done("s", &writes[0].1);
         writer.pod_removed("s");
         assert!(writer.pending(&recreated).is_empty());
+    }
+    #[test]
+    fn a_status_another_writer_changed_is_written_again_once_settled() {
+        let writer = ApiStatusWriter::default();
+        let ours = pod("a", "api", "Running");
+        writer.pod_changed(&ours, 1);
+        writer.done("a", &writer.pending(&no_mirrors())[0].1);
+        let settled = std::time::Instant::now() + SYNC_PERIOD;
+        let mut theirs = pod("a", "api", "Failed");
+        let disruption = k8s_openapi::api::core::v1::PodCondition {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            ..Default::default()
+        };
+        if let Some(status) = theirs.status.as_mut() {
+            status.conditions = Some(vec![disruption.clone()]);
+        }
+        writer.reconcile_at(std::slice::from_ref(&theirs), std::time::Instant::now());
+        assert!(writer.pending(&no_mirrors()).is_empty(), "not settled yet");
+        writer.reconcile_at(std::slice::from_ref(&theirs), settled);
+        let writes = writer.pending(&no_mirrors());
+        let Some((_, Write::Status { status, .. })) = writes.first() else {
+            panic!("expected the status again, got {writes:?}");
+        };
+        assert_eq!(status["phase"], "Running");
+        assert!(
+            status.get("conditions").is_none(),
+            "others' condition left alone: {status}"
+        );
+        writer.done("a", &writes[0].1);
+        // Only a condition of another writer added: nothing to correct.
+        let mut theirs = ours.clone();
+        if let Some(status) = theirs.status.as_mut() {
+            status.conditions = Some(vec![disruption]);
+        }
+        writer.reconcile_at(&[theirs], settled + SYNC_PERIOD);
+        assert!(writer.pending(&no_mirrors()).is_empty());
     }
 }

@@ -1,7 +1,10 @@
 //! Whether the API server's copy of a pod status still says what the node computed, in the
 //! fields the node owns (upstream's `needsReconcile` and `isPodStatusByKubeletEqual`), and the
-//! patch that makes it so: a field the node cleared is removed, conditions of other writers
-//! (`DisruptionTarget`, readiness gates, ...) are left alone.
+//! patch that makes it so: a two-way diff of the API's copy and the node's status over what the
+//! node owns (upstream's `mergePodStatus` then `PatchPodStatus`), so a field the node cleared is
+//! removed, while conditions of other writers (`DisruptionTarget`, readiness gates, ...) and
+//! the fields the node never writes (`nominatedNodeName`, `resourceClaimStatuses`) are left
+//! alone.
 
 use serde_json::{Map, Value};
 
@@ -20,7 +23,8 @@ const OWNED_FIELDS: [&str; 12] = [
     "containerStatuses",
     "ephemeralContainerStatuses",
 ];
-/// Fields the node removes from the API copy when its own status has none.
+/// Fields of an owned condition the node removes even when it does not know the API's copy
+/// yet: a `Ready` that turned true must lose the reason it had while false.
 const CLEARED_FIELDS: [&str; 2] = ["reason", "message"];
 /// The pod conditions the node owns.
 const OWNED_CONDITIONS: [&str; 6] = [
@@ -55,31 +59,44 @@ pub fn differs(api: &Value, ours: &Value) -> bool {
             .any(|type_| condition(api, type_) != condition(ours, type_))
 }
 
-/// The status to patch: `ours`, with `null` for each field the node clears that `api` still
-/// holds (a strategic-merge patch removes a field set to null). Conditions merge by type in
-/// such a patch, each field on its own: an owned condition without a reason or message gets
-/// `null` for it, so a `Ready` that turned true loses the reason it had while false.
+/// The status to patch: `ours`, plus the two-way diff against `api` (the API server's copy,
+/// when known) over what the node owns. A strategic-merge patch removes a field set to null
+/// and merges conditions by type, each field on its own, so:
+/// - an owned top-level field `api` holds and `ours` lacks is sent as `null`;
+/// - in each owned condition `ours` sends, a field `api`'s condition of that type holds and
+///   `ours` lacks is `null`, and so are `reason` and `message` when `ours` has none (even
+///   without `api`: a `Ready` that turned true loses the reason it had while false);
+/// - an owned condition `api` holds and `ours` lacks is removed with `$patch: delete`;
+/// - everything else `api` holds (others' conditions and fields) is not named, so it stays.
 pub fn patch(ours: &Value, api: Option<&Value>) -> Value {
     let mut out = match ours {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
     if let Some(Value::Array(conditions)) = out.get_mut("conditions") {
-        for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
-            let owned = condition
+        for sent in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            let Some(type_) = sent
                 .get("type")
                 .and_then(Value::as_str)
-                .is_some_and(|t| OWNED_CONDITIONS.contains(&t));
-            if owned {
-                for name in CLEARED_FIELDS {
-                    condition.entry(name).or_insert(Value::Null);
+                .filter(|t| OWNED_CONDITIONS.contains(t))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            for name in CLEARED_FIELDS {
+                sent.entry(name).or_insert(Value::Null);
+            }
+            let held = api
+                .and_then(|api| condition(api, &type_))
+                .and_then(Value::as_object);
+            for (name, value) in held.into_iter().flatten() {
+                if !value.is_null() {
+                    sent.entry(name.clone()).or_insert(Value::Null);
                 }
             }
         }
     }
     if let Some(api) = api {
-        // An owned condition the node no longer shows (a resize that finished) is removed
-        // with a strategic-merge `$patch: delete` of its list element.
         let gone: Vec<Value> = OWNED_CONDITIONS
             .iter()
             .filter(|t| condition(api, t).is_some() && condition(ours, t).is_none())
@@ -93,7 +110,7 @@ pub fn patch(ours: &Value, api: Option<&Value>) -> Value {
                 conditions.extend(gone);
             }
         }
-        for name in CLEARED_FIELDS {
+        for name in OWNED_FIELDS {
             if field(api, name).is_some() && field(ours, name).is_none() {
                 out.insert(name.to_string(), Value::Null);
             }
@@ -185,5 +202,84 @@ mod tests {
         let sent = patch["conditions"].as_array().expect("conditions");
         assert!(sent.contains(&json!({"type": "PodResizeInProgress", "$patch": "delete"})));
         assert!(!sent.iter().any(|c| c["type"] == "DisruptionTarget"));
+    }
+    /// What the patch holds at a JSON pointer.
+    #[derive(Debug)]
+    enum Sent {
+        /// `null`: the field is removed from the API's copy.
+        Cleared,
+        /// The node's value.
+        AsOurs,
+        /// Nothing: the API's copy keeps what it holds.
+        Untouched,
+    }
+
+    #[test]
+    fn the_patch_is_a_two_way_diff_over_what_the_node_owns() {
+        use Sent::*;
+        // (case, the API's copy, the node's status, what the patch holds where)
+        type Case = (&'static str, Value, Value, Vec<(&'static str, Sent)>);
+        let cases: Vec<Case> = vec![
+            (
+                "an owned field the node no longer computes is cleared",
+                json!({"phase": "Running", "podIPs": [{"ip": "10.0.0.5"}],
+                       "ephemeralContainerStatuses": [{"name": "d"}]}),
+                json!({"phase": "Running"}),
+                vec![
+                    ("/podIPs", Cleared),
+                    ("/ephemeralContainerStatuses", Cleared),
+                    ("/phase", AsOurs),
+                ],
+            ),
+            (
+                "fields others own are never named",
+                json!({"phase": "Running", "nominatedNodeName": "n",
+                       "resourceClaimStatuses": [{"name": "c"}]}),
+                json!({"phase": "Running"}),
+                vec![
+                    ("/nominatedNodeName", Untouched),
+                    ("/resourceClaimStatuses", Untouched),
+                ],
+            ),
+            (
+                "a field of an owned condition the node dropped is cleared",
+                json!({"conditions": [{"type": "Ready", "status": "False",
+                       "lastProbeTime": "2026-01-01T00:00:00Z", "reason": "ContainersNotReady"}]}),
+                json!({"conditions": [{"type": "Ready", "status": "True"}]}),
+                vec![
+                    ("/conditions/0/lastProbeTime", Cleared),
+                    ("/conditions/0/reason", Cleared),
+                    ("/conditions/0/status", AsOurs),
+                ],
+            ),
+            (
+                "a condition another writer owns keeps the fields the node does not send",
+                json!({"conditions": [{"type": "example.com/gate", "status": "True",
+                       "reason": "Set"}]}),
+                json!({"conditions": [{"type": "example.com/gate", "status": "True"}]}),
+                vec![
+                    ("/conditions/0/reason", Untouched),
+                    ("/conditions/0/status", AsOurs),
+                ],
+            ),
+            (
+                "an owned field both hold is sent as the node has it",
+                json!({"phase": "Pending", "qosClass": "BestEffort"}),
+                json!({"phase": "Running", "qosClass": "BestEffort"}),
+                vec![("/phase", AsOurs), ("/qosClass", AsOurs)],
+            ),
+        ];
+        for (case, api, ours, expected) in cases {
+            let sent = patch(&ours, Some(&api));
+            for (pointer, want) in expected {
+                let got = sent.pointer(pointer);
+                let ok = match want {
+                    Cleared => got == Some(&Value::Null),
+                    AsOurs => got.is_some() && got == ours.pointer(pointer),
+                    Untouched => got.is_none(),
+                };
+                assert!(ok, "{case}: {pointer} should be {want:?} in {sent}");
+            }
+        }
     }
 }
