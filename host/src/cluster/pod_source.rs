@@ -15,7 +15,7 @@ use kube::runtime::watcher;
 use kube::runtime::WatchStreamExt;
 use std::sync::Arc;
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// The annotation marking a mirror pod (its value is the static pod's config hash).
 pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -36,6 +36,18 @@ fn publishes(event: &watcher::Event<Pod>) -> bool {
         event,
         watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
     )
+}
+
+/// Whether the watch failed with the API server's `410 Gone`: the resourceVersion it resumed
+/// from is older than the server keeps, so the watcher re-lists and the store swaps the new
+/// set in at `InitDone`; a pod deleted meanwhile is gone from it then.
+fn expired(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchError(status) => status.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
+    }
 }
 
 /// The store's pods, split into pods to run and mirror pods.
@@ -75,6 +87,10 @@ pub async fn run(
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
+            Err(error) if expired(&error) => {
+                info!(%error, "pod watch expired (410 Gone); re-listing the pods bound to this node");
+                continue;
+            }
             Err(error) => {
                 warn!(%error, "pod watch failed; the watch resumes with back-off");
                 continue;
@@ -149,6 +165,19 @@ mod tests {
         );
         assert!(apply(&mut store, watcher::Event::InitDone));
         assert_eq!(uids(&split(held.state()).0), ["b", "c"]);
+    }
+
+    #[test]
+    fn a_410_is_told_apart_from_other_watch_failures() {
+        use kube::core::Status;
+        let gone = || Status::failure("too old resource version: 5 (9)", "Expired").with_code(410);
+        assert!(expired(&watcher::Error::WatchError(gone().boxed())));
+        assert!(expired(&watcher::Error::WatchStartFailed(
+            kube::Error::Api(gone().boxed())
+        )));
+        let unavailable = Status::failure("etcd is down", "ServiceUnavailable").with_code(503);
+        assert!(!expired(&watcher::Error::WatchError(unavailable.boxed())));
+        assert!(!expired(&watcher::Error::NoResourceVersion));
     }
 
     #[test]
