@@ -33,7 +33,12 @@ pub const PODS_CGROUP: &str = "kubepods";
 /// `memory_bytes`, creating it where needed: upstream's `enforceNodeAllocatable: [pods]`, so
 /// pods together never take what `systemReserved` and `kubeReserved` keep.
 pub fn limit_pods_cgroup(cpu_millis: i64, memory_bytes: i64) -> std::io::Result<()> {
-    let root = Path::new(CGROUP_ROOT);
+    limit_pods_cgroup_at(Path::new(CGROUP_ROOT), cpu_millis, memory_bytes)
+}
+
+/// [`limit_pods_cgroup`] under the hierarchies mounted at `root`: cgroup v2 when `root` has
+/// `cgroup.controllers`, else one directory per v1 controller.
+fn limit_pods_cgroup_at(root: &Path, cpu_millis: i64, memory_bytes: i64) -> std::io::Result<()> {
     let shares = crate::resources::milli_cpu_to_shares(cpu_millis);
     if root.join("cgroup.controllers").exists() {
         let dir = root.join(PODS_CGROUP);
@@ -53,4 +58,42 @@ pub fn limit_pods_cgroup(cpu_millis: i64, memory_bytes: i64) -> std::io::Result<
         std::fs::write(dir.join(file), value.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_pods_cgroup_gets_allocatable_on_v2_and_v1() {
+        let gib = 1i64 << 30;
+        let v2 = tempfile::tempdir().expect("temp dir");
+        std::fs::write(v2.path().join("cgroup.controllers"), "cpu memory\n").expect("write");
+        limit_pods_cgroup_at(v2.path(), 3500, 6 * gib).expect("v2 limit");
+        let pods = v2.path().join(PODS_CGROUP);
+        // 3500m is 3584 shares, upstream's CPUSharesToCPUWeight gives 137.
+        assert_eq!(read(&pods.join("cpu.weight")), "137");
+        assert_eq!(read(&pods.join("memory.max")), (6 * gib).to_string());
+
+        let v1 = tempfile::tempdir().expect("temp dir");
+        limit_pods_cgroup_at(v1.path(), 3500, 6 * gib).expect("v1 limit");
+        assert_eq!(
+            read(&v1.path().join("cpu").join(PODS_CGROUP).join("cpu.shares")),
+            "3584"
+        );
+        assert_eq!(
+            read(
+                &v1.path()
+                    .join("memory")
+                    .join(PODS_CGROUP)
+                    .join("memory.limit_in_bytes")
+            ),
+            (6 * gib).to_string()
+        );
+        assert!(!v1.path().join(PODS_CGROUP).exists(), "no v2 file on v1");
+    }
 }

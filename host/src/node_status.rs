@@ -401,4 +401,23 @@ mod tests {
         };
         assert_eq!(resources(&starved).1["cpu"], Quantity("0m".into()));
     }
+
+    #[test]
+    fn byte_quantities_take_the_largest_exact_binary_suffix_as_upstream_writes_them() {
+        let cases = [
+            (24_683_584 * 1024, "24683584Ki"),
+            (8 << 30, "8Gi"),
+            (1536 << 20, "1536Mi"),
+            (1000, "1000"),
+            (0, "0"),
+            (-5, "0"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(
+                binary_quantity(bytes),
+                Quantity(text.into()),
+                "{bytes} bytes"
+            );
+        }
+    }
 }

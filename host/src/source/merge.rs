@@ -249,6 +249,62 @@ mod tests {
         assert!(same.is_empty());
     }
 
+    #[test]
+    fn what_the_node_acts_on_is_an_update_and_the_rest_is_not() {
+        type Change = fn(&mut Pod);
+        // (case, the change, whether the worker gets the new pod)
+        let cases: [(&str, Change, bool); 6] = [
+            (
+                "a label (downward API)",
+                |p| p.metadata.labels = Some([("tier".to_string(), "web".to_string())].into()),
+                true,
+            ),
+            (
+                "an annotation (downward API)",
+                |p| p.metadata.annotations = Some([("note".to_string(), "x".to_string())].into()),
+                true,
+            ),
+            (
+                "activeDeadlineSeconds",
+                |p| {
+                    if let Some(spec) = p.spec.as_mut() {
+                        spec.active_deadline_seconds = Some(30);
+                    }
+                },
+                true,
+            ),
+            (
+                "a graceful delete",
+                |p| p.metadata.deletion_grace_period_seconds = Some(30),
+                true,
+            ),
+            (
+                "the resourceVersion alone",
+                |p| p.metadata.resource_version = Some("42".into()),
+                false,
+            ),
+            (
+                "the status alone",
+                |p| {
+                    p.status = Some(k8s_openapi::api::core::v1::PodStatus {
+                        phase: Some("Running".into()),
+                        ..Default::default()
+                    })
+                },
+                false,
+            ),
+        ];
+        for (case, change, update) in cases {
+            let mut config = PodConfig::new(&[SourceKind::File]);
+            config.merge(SourceKind::File, vec![pod("a", "x")], true);
+            let mut changed = pod("a", "x");
+            change(&mut changed.pod);
+            let updates = config.merge(SourceKind::File, vec![changed.clone()], true);
+            let expected = if update { vec![changed] } else { vec![] };
+            assert_eq!(updates.updated, expected, "{case}");
+        }
+    }
+
     #[tokio::test]
     async fn the_stream_starts_with_the_current_view_and_follows_changes() {
         let snapshot = |uids: &[&str]| {

@@ -477,3 +477,83 @@ fn only_api_pods_may_name_api_objects() {
     };
     assert_eq!(unsupported(&static_pod, &downward_only), None);
 }
+
+/// Upstream's downward API refresh: labels and annotations changed on a running pod reach its
+/// downwardAPI and projected volumes at the next sync (the worker syncs with the new pod).
+#[tokio::test]
+async fn labels_and_annotations_changed_on_a_running_pod_are_rewritten_at_the_next_sync() {
+    let root = tempfile::tempdir().unwrap();
+    let objects = FakeObjects::default();
+    let field = |path: &str, field_path: &str| DownwardAPIVolumeFile {
+        path: path.into(),
+        field_ref: Some(ObjectFieldSelector {
+            field_path: field_path.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut pod = api_pod(vec![
+        Volume {
+            name: "podinfo".into(),
+            downward_api: Some(k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
+                items: Some(vec![
+                    field("labels", "metadata.labels"),
+                    field("annotations", "metadata.annotations['note']"),
+                ]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        Volume {
+            name: "projected".into(),
+            projected: Some(ProjectedVolumeSource {
+                sources: Some(vec![VolumeProjection {
+                    downward_api: Some(DownwardAPIProjection {
+                        items: Some(vec![field("labels", "metadata.labels")]),
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    ]);
+    pod.metadata.labels = Some([("tier".to_string(), "web".to_string())].into());
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("note".into(), "first".into());
+    let host = VolumeHost {
+        root_dir: root.path(),
+        memory_backed: false,
+    };
+    let mut volumes = PodVolumes::default();
+    volumes.sync(&pod, &host, &objects).await.unwrap();
+    let paths = volumes.paths().unwrap().clone();
+    assert_eq!(read(&paths["podinfo"].join("labels")), "tier=\"web\"");
+    assert_eq!(read(&paths["podinfo"].join("annotations")), "first");
+    assert_eq!(read(&paths["projected"].join("labels")), "tier=\"web\"");
+
+    std::thread::sleep(Duration::from_millis(2));
+    pod.metadata.labels = Some(
+        [
+            ("tier".to_string(), "api".to_string()),
+            ("added".to_string(), "yes".to_string()),
+        ]
+        .into(),
+    );
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("note".into(), "second".into());
+    volumes.sync(&pod, &host, &objects).await.unwrap();
+    assert_eq!(
+        read(&paths["podinfo"].join("labels")),
+        "added=\"yes\"\ntier=\"api\""
+    );
+    assert_eq!(read(&paths["podinfo"].join("annotations")), "second");
+    assert_eq!(
+        read(&paths["projected"].join("labels")),
+        "added=\"yes\"\ntier=\"api\""
+    );
+}
