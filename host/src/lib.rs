@@ -39,6 +39,7 @@ pub mod streaming;
 pub mod syncloop;
 pub mod terminal;
 pub mod timestamps;
+pub mod ttl_cache;
 pub mod volumes;
 
 #[cfg(test)]

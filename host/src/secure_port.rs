@@ -11,7 +11,6 @@
 
 pub mod authn;
 pub mod authz;
-pub mod cache;
 pub mod filter;
 pub mod handlers;
 pub mod listener;

@@ -24,13 +24,11 @@ use crate::config::ChangeDetectionStrategy;
 use crate::objects::{
     ObjectError, ObjectFuture, ObjectKind, ObjectSource, ServiceAccountToken, TokenRequest,
 };
+use crate::ttl_cache::TtlCache;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, ListParams};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{debug, warn};
@@ -39,40 +37,11 @@ use tracing::{debug, warn};
 /// list is served from the cache.
 pub const OBJECT_TTL: Duration = Duration::from_secs(60);
 
-struct Cached<T> {
-    value: T,
-    fetched: Instant,
-}
-
-type Cache<K, T> = Mutex<HashMap<K, Cached<T>>>;
-
 /// A configMap or secret cache under each strategy: the watches, and the TTL answers.
-type Kept<'a, K> = (&'a watched::Watched<K>, &'a Cache<(String, String), Arc<K>>);
-
-fn lock<T>(mutex: &Mutex<T>) -> parking_lot::MutexGuard<'_, T> {
-    mutex.lock()
-}
-
-fn fresh<K: Eq + Hash, T: Clone>(cache: &Cache<K, T>, key: &K, ttl: Duration) -> Option<T> {
-    lock(cache)
-        .get(key)
-        .filter(|c| c.fetched.elapsed() < ttl)
-        .map(|c| c.value.clone())
-}
-
-fn store<K: Eq + Hash, T>(cache: &Cache<K, T>, key: K, value: T, ttl: Duration) {
-    let mut map = lock(cache);
-    // Entries of objects no pod asked for within a TTL go; the map stays as big as the
-    // node's working set.
-    map.retain(|_, c| c.fetched.elapsed() < ttl.saturating_mul(2));
-    map.insert(
-        key,
-        Cached {
-            value,
-            fetched: Instant::now(),
-        },
-    );
-}
+type Kept<'a, K> = (
+    &'a watched::Watched<K>,
+    &'a TtlCache<(String, String), Arc<K>>,
+);
 
 /// The kube-rs [`ObjectSource`]; see the module documentation for its caching.
 pub struct KubeObjectSource {
@@ -83,9 +52,9 @@ pub struct KubeObjectSource {
     ttl: Duration,
     watched_config_maps: watched::Watched<ConfigMap>,
     watched_secrets: watched::Watched<Secret>,
-    config_maps: Cache<(String, String), Arc<ConfigMap>>,
-    secrets: Cache<(String, String), Arc<Secret>>,
-    services: Cache<String, Arc<Vec<Service>>>,
+    config_maps: TtlCache<(String, String), Arc<ConfigMap>>,
+    secrets: TtlCache<(String, String), Arc<Secret>>,
+    services: TtlCache<String, Arc<Vec<Service>>>,
     /// Every Service of the cluster, kept by a watch as upstream's service informer, once
     /// [`KubeObjectSource::watch_services`] started it.
     service_store: Option<reflector::Store<Service>>,
@@ -153,7 +122,7 @@ impl KubeObjectSource {
                 watched::Lookup::Unknown => {}
             },
             ChangeDetectionStrategy::Cache => {
-                if let Some(object) = fresh(cache, &key, self.ttl) {
+                if let Some(object) = cache.get(&key, Instant::now()) {
                     return Ok(object);
                 }
             }
@@ -166,7 +135,9 @@ impl KubeObjectSource {
         let object = Arc::new(object);
         match self.strategy {
             ChangeDetectionStrategy::Watch => watched.keep(&self.clients.main, object.clone()),
-            ChangeDetectionStrategy::Cache => store(cache, key, object.clone(), self.ttl),
+            ChangeDetectionStrategy::Cache => {
+                cache.insert(key, object.clone(), self.ttl, Instant::now())
+            }
             ChangeDetectionStrategy::Get => {}
         }
         debug!(
@@ -190,18 +161,19 @@ impl KubeObjectSource {
             return Ok(Arc::new(list));
         }
         let key = namespace.to_string();
-        if let Some(list) = fresh(&self.services, &key, self.ttl) {
+        if let Some(list) = self.services.get(&key, Instant::now()) {
             return Ok(list);
         }
         let api: Api<Service> = Api::namespaced(self.clients.main.clone(), namespace);
         match self.clients.call(api.list(&ListParams::default())).await {
             Ok(list) => {
                 let list = Arc::new(list.items);
-                store(&self.services, key, list.clone(), self.ttl);
+                self.services
+                    .insert(key, list.clone(), self.ttl, Instant::now());
                 Ok(list)
             }
             Err(error) => {
-                let stale = lock(&self.services).get(&key).map(|c| c.value.clone());
+                let stale = self.services.last(&key);
                 match stale {
                     Some(list) => {
                         warn!(namespace, %error, "listing Services failed; serving the last list");

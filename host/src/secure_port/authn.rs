@@ -4,8 +4,8 @@
 //! `system:anonymous` if `authentication.anonymous.enabled`. A token the API server refuses is
 //! a 401 even when anonymous requests are allowed, as upstream.
 
-use super::cache::TtlCache;
 use super::review::ReviewError;
+use crate::ttl_cache::TtlCache;
 use axum::http::HeaderMap;
 use futures::future::BoxFuture;
 use k8s_openapi::api::authentication::v1::TokenReviewStatus;

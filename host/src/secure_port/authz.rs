@@ -10,8 +10,8 @@
 //! subresource is enough.
 
 use super::authn::UserInfo;
-use super::cache::TtlCache;
 use super::review::ReviewError;
+use crate::ttl_cache::TtlCache;
 use futures::future::BoxFuture;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReviewSpec, SubjectAccessReviewStatus,

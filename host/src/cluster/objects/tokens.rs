@@ -4,7 +4,7 @@
 //! has passed, and on a failed refresh the old token is served until it expires. A token no
 //! sync asked for in ten minutes belongs to a pod that is gone and is dropped.
 
-use super::{lock, object_error, through_graph_lag, ApiClients};
+use super::{object_error, through_graph_lag, ApiClients};
 use crate::objects::{ObjectError, ObjectKind, ServiceAccountToken, TokenRequest};
 use k8s_openapi::api::authentication::v1 as authn;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
@@ -72,7 +72,7 @@ impl Tokens {
             request: request.clone(),
         };
         let now = SystemTime::now();
-        let cached = lock(&self.issued).get_mut(&key).map(|c| {
+        let cached = self.issued.lock().get_mut(&key).map(|c| {
             c.used = Instant::now();
             c.clone()
         });
@@ -81,7 +81,7 @@ impl Tokens {
         }
         match self.request(clients, pod, &namespace, request).await {
             Ok(token) => {
-                let mut tokens = lock(&self.issued);
+                let mut tokens = self.issued.lock();
                 tokens.retain(|_, t| t.token.expires > now && t.used.elapsed() < TOKEN_IDLE);
                 tokens.insert(
                     key,
