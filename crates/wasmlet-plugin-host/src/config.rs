@@ -3,7 +3,7 @@
 
 mod parse;
 
-pub(crate) use parse::is_dns_label;
+pub(crate) use crate::names::is_dns_label;
 pub use parse::parse;
 
 use crate::selector::PodSelector;

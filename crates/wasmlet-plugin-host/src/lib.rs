@@ -15,6 +15,7 @@ mod error;
 mod instance;
 mod limiter;
 mod metrics;
+pub mod names;
 mod oci;
 mod project;
 mod records;

@@ -1,7 +1,6 @@
 //! One static pod manifest: parse (YAML or JSON, typed by k8s-openapi), validate, and apply
 //! the defaults and identity the upstream file source gives it (`pkg/kubelet/config/common.go`).
 
-use crate::config::is_dns_subdomain;
 use k8s_openapi::api::core::v1::{Pod, PodStatus, Toleration};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -93,11 +92,6 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
     validate(&pod)?;
     apply_defaults(&mut pod, text, file, node_name);
     Ok(pod)
-}
-
-/// RFC 1123 label (container names, namespaces).
-pub fn is_dns_label(name: &str) -> bool {
-    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
 }
 
 /// The pod UID: a hash of the manifest's bytes, the node and the file, so editing the file

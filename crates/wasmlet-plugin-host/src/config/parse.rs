@@ -2,6 +2,7 @@
 //! with every error placed at `plugins[i] (name).field`.
 
 use super::*;
+use crate::names::{is_dns_label, is_dns_subdomain};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -322,22 +323,4 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         });
     }
     Ok(specs)
-}
-
-/// A DNS subdomain (RFC 1123), as Kubernetes names objects: what a plugin name must be.
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-/// A DNS label (RFC 1123): a container name, and what `plugin new` accepts as a crate name.
-pub(crate) fn is_dns_label(name: &str) -> bool {
-    name.len() <= 63 && !name.contains('.') && is_dns_subdomain(name)
 }

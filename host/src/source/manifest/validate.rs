@@ -1,11 +1,11 @@
 //! Validation of a static pod manifest: the checks of upstream's `ValidatePodCreate` that
 //! matter to this node, each refusal naming the offending field.
 
-use super::{is_dns_label, problem, ManifestProblem};
-use crate::config::is_dns_subdomain;
+use super::{problem, ManifestProblem};
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::{BTreeMap, HashSet};
+use wasmlet_plugin_host::names::{is_dns_label, is_dns_subdomain};
 
 /// Checks `pod` as the API server would before this node runs it.
 pub(super) fn validate(pod: &Pod) -> Result<(), ManifestProblem> {
