@@ -3,17 +3,20 @@
 
 pub mod duration;
 pub mod eviction;
+mod flags;
 pub mod kubelet;
 pub mod logging;
 pub mod reserved;
 pub mod wasmlet;
 
+pub use flags::{FlagError, NodeLabelError};
 pub use kubelet::{ChangeDetectionStrategy, KubeletConfiguration};
 pub use wasmlet::{BackOffConfig, WasmletConfiguration};
 
 use serde::de::DeserializeOwned;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use wasmlet_plugin_host::names::is_dns_subdomain;
 
 const KUBELET_API_VERSION: &str = "kubelet.config.k8s.io/v1beta1";
 const WASMLET_API_VERSION: &str = "wasmlet.dev/v1alpha1";
@@ -51,12 +54,13 @@ pub enum ConfigError {
         message: String,
     },
     /// A command-line flag has a value wasmlet refuses.
-    #[error("flag --{flag}: {message}")]
+    #[error("flag --{flag}: {source}")]
     Flag {
         /// The flag's name without the leading dashes.
-        flag: String,
+        flag: &'static str,
         /// What is wrong with its value.
-        message: String,
+        #[source]
+        source: FlagError,
     },
 }
 
@@ -178,9 +182,9 @@ impl NodeConfig {
             kubelet.authentication.x509.client_ca_file = Some(file.clone());
         }
         if let Some(format) = &overrides.logging_format {
-            kubelet.logging.format = format.parse().map_err(|message| ConfigError::Flag {
-                flag: "logging-format".into(),
-                message,
+            kubelet.logging.format = format.parse().map_err(|e| ConfigError::Flag {
+                flag: "logging-format",
+                source: FlagError::LogFormat(e),
             })?;
         }
         if let Some(verbosity) = overrides.verbosity {
@@ -188,9 +192,9 @@ impl NodeConfig {
         }
         if let Some(text) = &overrides.vmodule {
             kubelet.logging.vmodule =
-                logging::parse_vmodule(text).map_err(|message| ConfigError::Flag {
-                    flag: "vmodule".into(),
-                    message,
+                logging::parse_vmodule(text).map_err(|e| ConfigError::Flag {
+                    flag: "vmodule",
+                    source: FlagError::VModule(e),
                 })?;
         }
         let file_name = file.map(Path::to_path_buf).unwrap_or_default();
@@ -214,14 +218,17 @@ impl NodeConfig {
         };
         if node_name.is_empty() || !is_dns_subdomain(&node_name) {
             return Err(ConfigError::Flag {
-                flag: "hostname-override".into(),
-                message: format!("node name {node_name:?} is not a valid DNS subdomain"),
+                flag: "hostname-override",
+                source: FlagError::NodeName(node_name),
             });
         }
         let node_ip = match &overrides.node_ip {
-            Some(text) => text.parse().map_err(|_| ConfigError::Flag {
-                flag: "node-ip".into(),
-                message: format!("{text:?} is not an IP address"),
+            Some(text) => text.parse::<IpAddr>().map_err(|source| ConfigError::Flag {
+                flag: "node-ip",
+                source: FlagError::NodeIp {
+                    text: text.clone(),
+                    source,
+                },
             })?,
             None => default_route_address(),
         };
@@ -230,9 +237,9 @@ impl NodeConfig {
             .clone()
             .unwrap_or_else(|| PathBuf::from("/var/lib/kubelet"));
         let node_labels = match &overrides.node_labels {
-            Some(text) => parse_node_labels(text).map_err(|message| ConfigError::Flag {
-                flag: "node-labels".into(),
-                message,
+            Some(text) => flags::parse_node_labels(text).map_err(|e| ConfigError::Flag {
+                flag: "node-labels",
+                source: FlagError::NodeLabels(e),
             })?,
             None => Default::default(),
         };
@@ -254,47 +261,6 @@ impl NodeConfig {
             warnings,
         ))
     }
-}
-
-/// Parses `--node-labels` (`key=value,...`), refusing the label prefixes NodeRestriction
-/// forbids a node to set on itself, as upstream's `ValidateKubeletFlags` does.
-fn parse_node_labels(text: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
-    let mut labels = std::collections::BTreeMap::new();
-    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((key, value)) = pair.split_once('=') else {
-            return Err(format!("{pair:?} is not key=value"));
-        };
-        let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
-        let name_ok = !name.is_empty()
-            && name.len() <= 63
-            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && name.ends_with(|c: char| c.is_ascii_alphanumeric())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !name_ok || (!prefix.is_empty() && !is_dns_subdomain(prefix)) {
-            return Err(format!("{key:?} is not a valid label key"));
-        }
-        let value_ok = value.len() <= 63
-            && (value.is_empty()
-                || (value.starts_with(|c: char| c.is_ascii_alphanumeric())
-                    && value.ends_with(|c: char| c.is_ascii_alphanumeric())
-                    && value
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))));
-        if !value_ok {
-            return Err(format!("{value:?} is not a valid value for label {key:?}"));
-        }
-        if prefix == "node-restriction.kubernetes.io"
-            || prefix.ends_with(".node-restriction.kubernetes.io")
-        {
-            return Err(format!(
-                "{key:?}: a node may not set node-restriction.kubernetes.io labels on itself"
-            ));
-        }
-        labels.insert(key.to_string(), value.to_string());
-    }
-    Ok(labels)
 }
 
 type Parsed = (
@@ -407,19 +373,6 @@ fn default_route_address() -> IpAddr {
         })
         .map(|addr| addr.ip())
         .unwrap_or(IpAddr::from([127, 0, 0, 1]))
-}
-
-/// RFC 1123 subdomain, as Kubernetes validates object names.
-pub fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub enum LoggingError {
     RustLog(#[source] tracing_subscriber::filter::FromEnvError),
     /// A `--vmodule` / `logging.vmodule` entry names no module.
     #[error("vmodule: {0}")]
-    VModule(String),
+    VModule(#[source] crate::config::logging::VModuleError),
     /// The OTLP exporter for `tracing.endpoint` could not be built.
     #[error("tracing.endpoint {endpoint}: {source}")]
     Exporter {

@@ -439,7 +439,7 @@ impl KubeletConfiguration {
         }
         for item in &self.logging.vmodule {
             item.target()
-                .map_err(|why| ("logging.vmodule".to_string(), why))?;
+                .map_err(|why| ("logging.vmodule".to_string(), why.to_string()))?;
         }
         if let Some(rate) = self
             .tracing

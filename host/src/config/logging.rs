@@ -15,18 +15,46 @@ pub enum LogFormat {
     Json,
 }
 
-impl std::str::FromStr for LogFormat {
-    type Err = String;
+/// A `--logging-format` other than `text` or `json`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported format {0:?}: expected \"text\" or \"json\"")]
+pub struct UnknownLogFormat(pub String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl std::str::FromStr for LogFormat {
+    type Err = UnknownLogFormat;
+
+    fn from_str(text: &str) -> Result<Self, UnknownLogFormat> {
         match text {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
-            other => Err(format!(
-                "unsupported format {other:?}: expected \"text\" or \"json\""
-            )),
+            other => Err(UnknownLogFormat(other.to_string())),
         }
     }
+}
+
+/// Why a `--vmodule` entry or a `logging.vmodule` pattern is refused; each quotes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VModuleError {
+    /// klog's glob patterns have no equivalent in tracing's filter.
+    #[error("{0:?}: glob patterns are not supported; name a module such as pod_worker")]
+    Glob(String),
+    /// The pattern has an empty segment or a character no Rust module path has.
+    #[error("{0:?} is not a module path (letters, digits and _ separated by / or ::)")]
+    NotModulePath(String),
+    /// A `--vmodule` entry without `=`.
+    #[error("{0:?} is not pattern=N")]
+    NotPatternLevel(String),
+    /// A `--vmodule` entry whose level is not a number.
+    #[error("{entry:?}: {level:?} is not a verbosity (0, 1, 2...)")]
+    Verbosity {
+        /// The whole entry.
+        entry: String,
+        /// What stands after `=`.
+        level: String,
+        /// Why it is not a number.
+        #[source]
+        source: std::num::ParseIntError,
+    },
 }
 
 /// Upstream's `LoggingConfiguration`, the parts wasmlet acts on (`flushFrequency` and
@@ -58,21 +86,17 @@ pub struct VModuleItem {
 impl VModuleItem {
     /// The tracing target this entry filters: `wasmlet::<pattern>` with `/` read as `::`;
     /// a pattern naming a crate of wasmlet (`wasmlet`, `wasmlet_*`, `wasmlet::...`) as is.
-    pub fn target(&self) -> Result<String, String> {
+    pub fn target(&self) -> Result<String, VModuleError> {
         let pattern = self.file_pattern.trim();
         let pattern = pattern.strip_suffix(".rs").unwrap_or(pattern);
         if pattern.contains(['*', '?', '[']) {
-            return Err(format!(
-                "{pattern:?}: glob patterns are not supported; name a module such as pod_worker"
-            ));
+            return Err(VModuleError::Glob(pattern.to_string()));
         }
         let segments: Vec<&str> = pattern.split("::").flat_map(|s| s.split('/')).collect();
         let valid =
             |s: &&str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !segments.iter().all(valid) {
-            return Err(format!(
-                "{pattern:?} is not a module path (letters, digits and _ separated by / or ::)"
-            ));
+            return Err(VModuleError::NotModulePath(pattern.to_string()));
         }
         let path = segments.join("::");
         let is_crate = segments[0] == "wasmlet" || segments[0].starts_with("wasmlet_");
@@ -86,18 +110,22 @@ impl VModuleItem {
 
 /// Parses klog's `--vmodule` value, `pattern=N[,pattern=N...]`; each pattern must also pass
 /// [`VModuleItem::target`].
-pub fn parse_vmodule(text: &str) -> Result<Vec<VModuleItem>, String> {
+pub fn parse_vmodule(text: &str) -> Result<Vec<VModuleItem>, VModuleError> {
     text.split(',')
         .map(str::trim)
         .filter(|entry| !entry.is_empty())
         .map(|entry| {
             let (pattern, level) = entry
                 .split_once('=')
-                .ok_or_else(|| format!("{entry:?} is not pattern=N"))?;
+                .ok_or_else(|| VModuleError::NotPatternLevel(entry.to_string()))?;
             let verbosity = level
                 .trim()
                 .parse()
-                .map_err(|_| format!("{entry:?}: {level:?} is not a verbosity (0, 1, 2...)"))?;
+                .map_err(|source| VModuleError::Verbosity {
+                    entry: entry.to_string(),
+                    level: level.to_string(),
+                    source,
+                })?;
             let item = VModuleItem {
                 file_pattern: pattern.trim().to_string(),
                 verbosity,

@@ -37,7 +37,7 @@ pub fn reserved(kubelet: &KubeletConfiguration) -> Result<Reserved, (String, Str
     }
     if !kubelet.reserved_system_cpus.trim().is_empty() {
         let count = cpu_count(&kubelet.reserved_system_cpus)
-            .map_err(|why| ("reservedSystemCPUs".to_string(), why))?;
+            .map_err(|why| ("reservedSystemCPUs".to_string(), why.to_string()))?;
         total.cpu_millis = count.saturating_mul(1000);
     }
     Ok(total)
@@ -113,19 +113,33 @@ fn add(
     Ok(())
 }
 
+/// A part of a cpuset list (`reservedSystemCPUs`) that is not a CPU number or range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{part:?} is not a CPU number or range (such as 0-1,4)")]
+struct CpuListError {
+    /// The part between commas.
+    part: String,
+    /// Why a bound is not a number; `None` for a range that ends before it starts.
+    #[source]
+    source: Option<std::num::ParseIntError>,
+}
+
 /// How many CPUs a Linux cpuset list (`0-1,4`) names.
-fn cpu_count(list: &str) -> Result<i64, String> {
+fn cpu_count(list: &str) -> Result<i64, CpuListError> {
     let mut count = 0i64;
     for part in list.split(',').map(str::trim) {
-        let bad = || format!("{part:?} is not a CPU number or range (such as 0-1,4)");
+        let bad = |source| CpuListError {
+            part: part.to_string(),
+            source,
+        };
         let (first, last) = match part.split_once('-') {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
         };
-        let first: i64 = first.parse().map_err(|_| bad())?;
-        let last: i64 = last.parse().map_err(|_| bad())?;
+        let first: i64 = first.parse().map_err(|e| bad(Some(e)))?;
+        let last: i64 = last.parse().map_err(|e| bad(Some(e)))?;
         if first < 0 || last < first {
-            return Err(bad());
+            return Err(bad(None));
         }
         count = count.saturating_add(last - first + 1);
     }
