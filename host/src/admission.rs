@@ -95,7 +95,7 @@ impl AdmitHandler for EvictionAdmitHandler {
     fn admit(&self, attrs: &AdmitAttributes<'_>) -> Result<(), Rejection> {
         self.0
             .admit(attrs.pod)
-            .map_err(|message| Rejection::new("Evicted", message))
+            .map_err(|rejection| Rejection::new("Evicted", rejection.to_string()))
     }
 }
 

@@ -176,9 +176,13 @@ pub enum ApiError {
     /// No answer in time.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    /// The connection failed or the answer could not be read.
+    /// The connection failed or the answer could not be read (boxed: `kube::Error` is large,
+    /// and every API call returns this type).
     #[error("{0}")]
-    Transport(String),
+    Transport(#[source] Box<kube::Error>),
+    /// The Node could not be built yet: the container runtime has not answered.
+    #[error("the container runtime has not answered yet")]
+    RuntimeNotReady,
 }
 
 impl ApiError {
@@ -205,7 +209,7 @@ impl From<kube::Error> for ApiError {
     fn from(error: kube::Error) -> Self {
         match error {
             kube::Error::Api(status) => ApiError::Status(status),
-            other => ApiError::Transport(other.to_string()),
+            other => ApiError::Transport(Box::new(other)),
         }
     }
 }

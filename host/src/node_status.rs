@@ -57,7 +57,18 @@ pub struct NodeFacts {
 }
 
 /// Whether the node can run pods now, and if not why (the Ready condition's message).
-pub type Readiness = Result<(), String>;
+pub type Readiness = Result<(), NotReady>;
+
+/// Why the node is not ready, displayed as the Ready condition's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    /// CRI `Version` has not answered, so nothing is known of the runtime.
+    #[error("container runtime is not ready: it has not answered yet")]
+    RuntimeNotAnswered,
+    /// A loop of the node agent is stalled (the `/healthz` check).
+    #[error(transparent)]
+    Stalled(#[from] crate::health::HealthError),
+}
 
 fn quantity(value: i64) -> Quantity {
     Quantity(value.max(0).to_string())
@@ -225,7 +236,12 @@ pub fn conditions(
             ready_since,
             ("KubeletReady", "kubelet is posting ready status"),
         ),
-        Err(why) => condition("Ready", false, ready_since, ("KubeletNotReady", why)),
+        Err(why) => condition(
+            "Ready",
+            false,
+            ready_since,
+            ("KubeletNotReady", &why.to_string()),
+        ),
     });
     conditions
 }
@@ -336,9 +352,9 @@ impl NodeView {
     /// turns (upstream's runtime, PLEG and network checks).
     pub fn readiness(&self) -> Readiness {
         if self.facts.get().is_none() {
-            return Err("container runtime is not ready: it has not answered yet".into());
+            return Err(NotReady::RuntimeNotAnswered);
         }
-        self.health.check().map_err(|e| e.to_string())
+        self.health.check().map_err(NotReady::from)
     }
 
     /// The Node as it is now; `None` until the runtime has answered.

@@ -68,6 +68,20 @@ fn normalize(name: &str) -> String {
     }
 }
 
+/// Why a pod's sysctl is forbidden; the handler prefixes "forbidden sysctl: ", as upstream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ForbiddenSysctl {
+    /// Neither safe nor in `allowedUnsafeSysctls`.
+    #[error("{0:?} not allowlisted")]
+    NotAllowed(String),
+    /// A network sysctl in a pod that shares the host's network namespace.
+    #[error("{0:?} not allowed with host net enabled")]
+    HostNetwork(String),
+    /// An IPC sysctl in a pod that shares the host's IPC namespace.
+    #[error("{0:?} not allowed with host ipc enabled")]
+    HostIpc(String),
+}
+
 /// The allowlist handler.
 pub struct SysctlAdmitHandler {
     allowed: Vec<String>,
@@ -84,7 +98,7 @@ impl SysctlAdmitHandler {
         Self { allowed }
     }
 
-    fn check(&self, name: &str, host_network: bool, host_ipc: bool) -> Result<(), String> {
+    fn check(&self, name: &str, host_network: bool, host_ipc: bool) -> Result<(), ForbiddenSysctl> {
         let name = normalize(name);
         let listed = self
             .allowed
@@ -94,15 +108,11 @@ impl SysctlAdmitHandler {
                 None => *allowed == name,
             });
         if !listed {
-            return Err(format!("{name:?} not allowlisted"));
+            return Err(ForbiddenSysctl::NotAllowed(name));
         }
         match namespace(&name) {
-            Namespace::Net if host_network => {
-                Err(format!("{name:?} not allowed with host net enabled"))
-            }
-            Namespace::Ipc if host_ipc => {
-                Err(format!("{name:?} not allowed with host ipc enabled"))
-            }
+            Namespace::Net if host_network => Err(ForbiddenSysctl::HostNetwork(name)),
+            Namespace::Ipc if host_ipc => Err(ForbiddenSysctl::HostIpc(name)),
             _ => Ok(()),
         }
     }
@@ -148,15 +158,21 @@ mod tests {
         assert_eq!(handler.check("net.core.somaxconn", false, false), Ok(()));
         assert_eq!(
             handler.check("kernel.sem", false, false),
-            Err("\"kernel.sem\" not allowlisted".into())
+            Err(ForbiddenSysctl::NotAllowed("kernel.sem".into()))
         );
         assert_eq!(
             handler.check("net.ipv4.tcp_syncookies", true, false),
-            Err("\"net.ipv4.tcp_syncookies\" not allowed with host net enabled".into())
+            Err(ForbiddenSysctl::HostNetwork(
+                "net.ipv4.tcp_syncookies".into()
+            ))
         );
         assert_eq!(
             handler.check("kernel.msgmax", false, true),
-            Err("\"kernel.msgmax\" not allowed with host ipc enabled".into())
+            Err(ForbiddenSysctl::HostIpc("kernel.msgmax".into()))
+        );
+        assert_eq!(
+            ForbiddenSysctl::HostNetwork("net.ipv4.tcp_syncookies".into()).to_string(),
+            "\"net.ipv4.tcp_syncookies\" not allowed with host net enabled"
         );
     }
 }

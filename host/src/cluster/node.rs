@@ -124,9 +124,7 @@ pub async fn wait_for_node(clients: &ApiClients) -> Node {
 
 async fn try_register(nodes: &Api<Node>, view: &NodeView) -> Result<Node, ApiError> {
     let Some(desired) = view.current() else {
-        return Err(ApiError::Transport(
-            "the container runtime has not answered yet".into(),
-        ));
+        return Err(ApiError::RuntimeNotReady);
     };
     let name = desired.metadata.name.clone().unwrap_or_default();
     match heartbeat(nodes.create(&PostParams::default(), &desired)).await {

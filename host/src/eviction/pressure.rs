@@ -183,9 +183,9 @@ impl NodePressure {
 
     /// Upstream's eviction `Admit`: under MemoryPressure, BestEffort pods are refused unless
     /// they tolerate the memory-pressure taint; under any other pressure every non-critical
-    /// pod is. The error is the rejection message the pod's status shows, as the SyncLoop
-    /// stores it.
-    pub fn admit(&self, pod: &Pod) -> Result<(), String> {
+    /// pod is. The error displays as the rejection message the pod's status shows, as the
+    /// SyncLoop stores it.
+    pub fn admit(&self, pod: &Pod) -> Result<(), PressureRejection> {
         let active = self.active();
         if active.is_empty() || self.is_critical(pod) {
             return Ok(());
@@ -199,13 +199,18 @@ impl NodePressure {
         if !refuse {
             return Ok(());
         }
-        let names: Vec<&str> = active.iter().map(|c| c.as_str()).collect();
-        Err(format!(
-            "Pod was rejected: The node had condition: [{}].",
-            names.join(", ")
-        ))
+        Err(PressureRejection(active))
     }
 }
+
+/// A pod refused for the node's pressure: the conditions in force, displayed as upstream's
+/// rejection message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Pod was rejected: The node had condition: [{}].",
+    .0.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+)]
+pub struct PressureRejection(pub Vec<Condition>);
 
 fn tolerates(pod: &Pod, condition: Condition) -> bool {
     pod.spec
@@ -254,7 +259,7 @@ mod tests {
     fn memory_pressure_refuses_only_best_effort() {
         let p = pressure(&[Condition::MemoryPressure], true);
         assert_eq!(
-            p.admit(&pod(BEST_EFFORT)).unwrap_err(),
+            p.admit(&pod(BEST_EFFORT)).unwrap_err().to_string(),
             "Pod was rejected: The node had condition: [MemoryPressure]."
         );
         assert!(p.admit(&pod(BURSTABLE)).is_ok());
@@ -268,7 +273,7 @@ mod tests {
     fn disk_pressure_refuses_every_non_critical_pod() {
         let p = pressure(&[Condition::DiskPressure], true);
         assert_eq!(
-            p.admit(&pod(BURSTABLE)).unwrap_err(),
+            p.admit(&pod(BURSTABLE)).unwrap_err().to_string(),
             "Pod was rejected: The node had condition: [DiskPressure]."
         );
         // Static pods are critical unless the node evicts them.
