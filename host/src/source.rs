@@ -4,9 +4,11 @@
 
 pub mod manifest;
 pub mod merge;
+mod read;
 
 use k8s_openapi::api::core::v1::Pod;
 use notify::{RecursiveMode, Watcher};
+pub use read::{read_manifest, ReadError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +104,7 @@ pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSn
         let loaded = match read_manifest(&file) {
             Ok(None) => continue,
             Ok(Some(text)) => manifest::load(&text, &file, node_name).map_err(|p| p.to_string()),
-            Err(message) => Err(message),
+            Err(error) => Err(error.to_string()),
         };
         let message = match loaded {
             Ok(pod) => {
@@ -163,65 +165,6 @@ fn list_manifest_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     names.sort();
     Ok(names.into_iter().map(|name| path.join(name)).collect())
-}
-
-/// The text of one manifest: `Ok(None)` if it went between listing and reading (the next
-/// event rescans), `Err` saying why it cannot be used. Symlinks are followed, as upstream.
-pub fn read_manifest(file: &Path) -> Result<Option<String>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    // Non-blocking, so a FIFO cannot hold the scan; the type is checked on the opened file.
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY)
-                .bits()
-                .cast_signed(),
-        )
-        .open(file);
-    let handle = match opened {
-        Ok(handle) => handle,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return match std::fs::read_link(file) {
-                Ok(target) => Err(format!(
-                    "is a symlink to {}, which does not exist",
-                    target.display()
-                )),
-                Err(_) => Ok(None),
-            };
-        }
-        Err(e) => return Err(format!("cannot open: {e}")),
-    };
-    let metadata = handle
-        .metadata()
-        .map_err(|e| format!("cannot read its metadata: {e}"))?;
-    if metadata.is_dir() {
-        return Err("is a directory; the static pod path is not read recursively".into());
-    }
-    if !metadata.is_file() {
-        return Err("is not a regular file".into());
-    }
-    let too_large = |size: u64| {
-        format!("is {size} bytes, more than the {MAX_MANIFEST_BYTES} bytes a manifest may hold")
-    };
-    if metadata.len() > MAX_MANIFEST_BYTES {
-        return Err(too_large(metadata.len()));
-    }
-    // Bounded again while reading, for a file that grows after the check.
-    let mut bytes = Vec::with_capacity(metadata.len() as usize);
-    handle
-        .take(MAX_MANIFEST_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        format!(
-            "is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })
 }
 
 /// Runs the static source until the receiver side is dropped.

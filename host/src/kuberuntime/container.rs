@@ -28,6 +28,30 @@ pub(super) struct StartContext<'a> {
     pub hooks: &'a PodHooks,
 }
 
+/// Why a container's config could not be made: the container waits in
+/// `CreateContainerConfigError` with this message (and a `Failed` event), as upstream.
+#[derive(Debug, thiserror::Error)]
+enum ContainerConfigError {
+    /// An environment variable's source cannot be read.
+    #[error(transparent)]
+    Env(#[from] super::env::EnvError),
+    /// A `subPathExpr` names a variable without a value.
+    #[error(transparent)]
+    SubPathExpr(#[from] super::sub_path_expr::SubPathExprError),
+    /// A volume mount cannot be made.
+    #[error(transparent)]
+    Volumes(#[from] volumes::VolumeError),
+    /// The pod's `/etc/hosts` cannot be written.
+    #[error("cannot write the pod's /etc/hosts: {0}")]
+    EtcHosts(#[source] std::io::Error),
+    /// The termination message file cannot be created.
+    #[error("cannot create the termination message file: {0}")]
+    TerminationMessage(#[source] std::io::Error),
+    /// The CRI config cannot be built from the spec.
+    #[error(transparent)]
+    Config(#[from] pod_config::ConfigError),
+}
+
 /// Upstream's `container_type` label: `init_container` or `container`.
 fn container_type(pod: &Pod, container: &Container) -> &'static str {
     let is_init = pod
@@ -95,12 +119,11 @@ impl RuntimeManager {
         // Older dead attempts stay until container GC removes them (`gc::containers`).
         let envs = super::env::resolve(ctx.pod, container, ctx.facts, &*self.objects)
             .await
-            .map_err(|error| error.to_string());
+            .map_err(ContainerConfigError::from);
         let config = envs.and_then(|envs| {
             let pod_dir = volumes::pod_dir(&self.node.root_dir, crate::podutil::uid(ctx.pod));
             let expanded = super::sub_path_expr::expand(container, &envs)?;
-            let mut mounts = volumes::mounts(ctx.pod, &expanded, ctx.volume_paths, &pod_dir)
-                .map_err(|error| error.to_string())?;
+            let mut mounts = volumes::mounts(ctx.pod, &expanded, ctx.volume_paths, &pod_dir)?;
             let hosts = super::etc_hosts::mount(
                 ctx.pod,
                 container,
@@ -109,10 +132,10 @@ impl RuntimeManager {
                 &self.node.dns.cluster_domain,
                 std::path::Path::new("/etc/hosts"),
             )
-            .map_err(|error| format!("cannot write the pod's /etc/hosts: {error}"))?;
+            .map_err(ContainerConfigError::EtcHosts)?;
             mounts.extend(hosts);
             let message = super::termination_message::mount(&pod_dir, container, restart_count)
-                .map_err(|error| format!("cannot create the termination message file: {error}"))?;
+                .map_err(ContainerConfigError::TerminationMessage)?;
             mounts.extend(message);
             pod_config::container_config(
                 ctx.pod,
@@ -122,14 +145,15 @@ impl RuntimeManager {
                 &self.node,
                 mounts,
             )
-            .map_err(|error| error.to_string())
+            .map_err(ContainerConfigError::from)
         });
         let config = match config {
             Ok(mut config) => {
                 share_target_pid(ctx.pod, &container.name, &ctx.hooks.containers, &mut config);
                 config
             }
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 event(EventType::Warning, "Failed", format!("Error: {message}"));
                 outcome.wait(
                     &container.name,

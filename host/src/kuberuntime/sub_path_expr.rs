@@ -6,11 +6,32 @@ use super::env::expand_with;
 use k8s_openapi::api::core::v1::Container;
 use std::collections::HashMap;
 
+/// A `subPathExpr` that names variables the container's environment does not set (or sets
+/// empty): the container waits in `CreateContainerConfigError` with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "volumeMount {mount:?} of container {container:?}: subPathExpr {expr:?}: missing value for {}",
+    .missing.join(", ")
+)]
+pub struct SubPathExprError {
+    /// The volume mount's name.
+    pub mount: String,
+    /// The container's name.
+    pub container: String,
+    /// The expression as written.
+    pub expr: String,
+    /// The variables without a value, sorted.
+    pub missing: Vec<String>,
+}
+
 /// `container` with each `subPathExpr` expanded from its environment `envs` into `subPath`,
 /// as upstream's `ExpandContainerVolumeMounts`: a reference to a variable that is unset or
 /// empty is an error, so a pod whose annotation is not there yet waits
 /// (`CreateContainerConfigError`) instead of mounting the wrong directory.
-pub fn expand(container: &Container, envs: &[(String, String)]) -> Result<Container, String> {
+pub fn expand(
+    container: &Container,
+    envs: &[(String, String)],
+) -> Result<Container, SubPathExprError> {
     let vars: HashMap<&str, &str> = envs
         .iter()
         .map(|(name, value)| (name.as_str(), value.as_str()))
@@ -32,12 +53,12 @@ pub fn expand(container: &Container, envs: &[(String, String)]) -> Result<Contai
         });
         if !missing.is_empty() {
             missing.sort();
-            return Err(format!(
-                "volumeMount {:?} of container {:?}: subPathExpr {expr:?}: missing value for {}",
-                mount.name,
-                container.name,
-                missing.join(", ")
-            ));
+            return Err(SubPathExprError {
+                mount: mount.name.clone(),
+                container: container.name.clone(),
+                expr,
+                missing,
+            });
         }
         mount.sub_path = Some(sub_path);
     }
@@ -82,7 +103,10 @@ mod tests {
         assert_eq!(mounts[1].sub_path.as_deref(), Some("fixed"));
         // An annotation that is not there yet reads as empty: the container waits for it.
         assert_eq!(
-            expand(&container, &env("")).err().as_deref(),
+            expand(&container, &env(""))
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
             Some(
                 r#"volumeMount "work" of container "app": subPathExpr "$(ANNOTATION)/$(POD_NAME)": missing value for ANNOTATION"#
             )

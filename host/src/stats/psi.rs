@@ -115,52 +115,111 @@ impl Pressure {
     }
 }
 
+/// Why a pressure file does not parse; each quotes the part at fault.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PsiParseError {
+    /// A line with nothing after its kind.
+    #[error("pressure line {0:?} has no fields")]
+    NoFields(String),
+    /// A line that is neither `some` nor `full`.
+    #[error("pressure line starts with {0:?}")]
+    Kind(String),
+    /// A line whose fields do not parse.
+    #[error("pressure line {line:?}: {source}")]
+    Line {
+        /// The line.
+        line: String,
+        /// The field at fault.
+        #[source]
+        source: PsiFieldError,
+    },
+    /// No `some` line, which every kernel with PSI writes.
+    #[error("no \"some\" line")]
+    NoSome,
+}
+
+/// Why a field of a pressure line does not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PsiFieldError {
+    /// A field without `=`.
+    #[error("{0:?} is not key=value")]
+    NotKeyValue(String),
+    /// An average that is not a number.
+    #[error("{key}={value:?} is not a number")]
+    Average {
+        /// `avg10`, `avg60` or `avg300`.
+        key: String,
+        /// Its value.
+        value: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+    /// A total that is not a whole number.
+    #[error("total={value:?} is not a whole number")]
+    Total {
+        /// Its value.
+        value: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+}
+
 /// Parses a pressure file: a `some` line and (since Linux 5.13 also for CPU) a `full` line of
 /// `avg10=… avg60=… avg300=… total=…`. The total stays in the kernel's microseconds, as the
 /// kubelet passes cAdvisor's through (the Summary API's doc says nanoseconds; its values are
 /// not). A missing `full` line reads as zero, as cAdvisor reads it.
-pub fn parse(text: &str) -> Result<PsiStats, String> {
+pub fn parse(text: &str) -> Result<PsiStats, PsiParseError> {
     let mut stats = PsiStats::default();
     let mut some_seen = false;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let (kind, fields) = line
             .split_once(' ')
-            .ok_or_else(|| format!("pressure line {line:?} has no fields"))?;
+            .ok_or_else(|| PsiParseError::NoFields(line.to_string()))?;
         let slot = match kind {
             "some" => {
                 some_seen = true;
                 &mut stats.some
             }
             "full" => &mut stats.full,
-            other => return Err(format!("pressure line starts with {other:?}")),
+            other => return Err(PsiParseError::Kind(other.to_string())),
         };
-        *slot = data(fields).map_err(|why| format!("pressure line {line:?}: {why}"))?;
+        *slot = data(fields).map_err(|source| PsiParseError::Line {
+            line: line.to_string(),
+            source,
+        })?;
     }
     if !some_seen {
-        return Err("no \"some\" line".into());
+        return Err(PsiParseError::NoSome);
     }
     Ok(stats)
 }
 
-fn data(fields: &str) -> Result<PsiData, String> {
+fn data(fields: &str) -> Result<PsiData, PsiFieldError> {
     let mut out = PsiData::default();
     for field in fields.split_whitespace() {
         let (key, value) = field
             .split_once('=')
-            .ok_or_else(|| format!("{field:?} is not key=value"))?;
+            .ok_or_else(|| PsiFieldError::NotKeyValue(field.to_string()))?;
         let number = || {
             value
                 .parse::<f64>()
-                .map_err(|_| format!("{key}={value:?} is not a number"))
+                .map_err(|source| PsiFieldError::Average {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    source,
+                })
         };
         match key {
             "avg10" => out.avg10 = number()?,
             "avg60" => out.avg60 = number()?,
             "avg300" => out.avg300 = number()?,
             "total" => {
-                out.total = value
-                    .parse()
-                    .map_err(|_| format!("total={value:?} is not a whole number"))?;
+                out.total = value.parse().map_err(|source| PsiFieldError::Total {
+                    value: value.to_string(),
+                    source,
+                })?;
             }
             // Fields a later kernel may add are not ours to refuse.
             _ => {}
