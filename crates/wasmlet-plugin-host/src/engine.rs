@@ -17,8 +17,10 @@
 //! deadline and memory cap still bound.
 
 mod blocked_open;
+mod cache;
 
 use blocked_open::PoolThreads;
+use cache::{private_dir, read_verified, write_verified};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -56,8 +58,17 @@ pub enum CompileError {
 
 /// The engines could not be built (an unsupported setting, or no thread for the ticker).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct EngineError(String);
+pub enum EngineError {
+    /// wasmtime refused the engine configuration.
+    #[error("{0:#}")]
+    Config(#[source] wasmtime::Error),
+    /// The thread that ticks the epoch could not be spawned.
+    #[error("cannot start the epoch ticker: {0}")]
+    Ticker(#[source] std::io::Error),
+    /// The runtime behind plugin calls' timers and blocking I/O could not be built.
+    #[error("cannot start the plugin call runtime: {0}")]
+    CallRuntime(#[source] std::io::Error),
+}
 
 /// The shared engines plus their compile cache.
 #[derive(Clone)]
@@ -134,8 +145,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 impl PluginEngine {
     /// The engines for plugins; `cache_dir` keeps compiled components across restarts.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, EngineError> {
-        let metered = Flavour::new(true).map_err(|e| EngineError(format!("{e:#}")))?;
-        let unmetered = Flavour::new(false).map_err(|e| EngineError(format!("{e:#}")))?;
+        let metered = Flavour::new(true).map_err(EngineError::Config)?;
+        let unmetered = Flavour::new(false).map_err(EngineError::Config)?;
         let ticking = [metered.engine.weak(), unmetered.engine.weak()];
         let (ticker_tx, ticker_rx) = std::sync::mpsc::channel::<Weak<EpochTicker>>();
         let thread = std::thread::Builder::new()
@@ -161,7 +172,7 @@ impl PluginEngine {
                     }
                 }
             })
-            .map_err(|e| EngineError(format!("cannot start the epoch ticker: {e}")))?;
+            .map_err(EngineError::Ticker)?;
         let ticker = Arc::new(EpochTicker {
             active_calls: AtomicUsize::new(0),
             thread: thread.thread().clone(),
@@ -181,7 +192,7 @@ impl PluginEngine {
             .enable_time()
             .enable_io()
             .build()
-            .map_err(|e| EngineError(format!("cannot start the plugin call runtime: {e}")))?;
+            .map_err(EngineError::CallRuntime)?;
         let cache_dir = cache_dir.filter(|dir| match private_dir(dir) {
             Ok(()) => true,
             Err(error) => {
@@ -341,99 +352,4 @@ impl PluginEngine {
         let sha256 = sha256_hex(&bytes);
         Ok((self.load(path, &bytes, &sha256, false)?, sha256))
     }
-}
-
-/// Creates `dir` (mode 0700) or makes an existing one 0700: compiled code is loaded without
-/// further checks of its instructions, so only this user may write there. An existing
-/// directory must be a real directory (not a symlink) owned by this user: making someone
-/// else's directory 0700 would still leave it theirs to write.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let meta = std::fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
-        return Err(std::io::Error::other("it is a symlink, not a directory"));
-    }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(std::io::Error::other(format!(
-            "it is owned by uid {}, not by this process's uid {me}",
-            meta.uid()
-        )));
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
-    if mode != 0o700 {
-        return Err(std::io::Error::other(format!("mode is {mode:o}, not 700")));
-    }
-    Ok(())
-}
-
-/// `Err` with the reason unless `path` is a regular file (not a symlink) owned by this user
-/// and writable by no one else: only then is a cache entry trusted.
-fn owned_file(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("unreadable: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(format!("owned by uid {}, not {me}", meta.uid()));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "mode {:o} lets others write it",
-            meta.mode() & 0o777
-        ));
-    }
-    Ok(())
-}
-
-/// The file beside a cache entry that records the sha256 of the artifact as written.
-fn digest_path(cached: &Path) -> PathBuf {
-    cached.with_extension("cwasm.sha256")
-}
-
-/// Writes `artifact` and its digest, each through a temporary file and a rename, artifact
-/// first: a crash in between leaves an entry whose digest does not match, which is recompiled.
-fn write_verified(cached: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    let write = |path: &Path, bytes: &[u8]| {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let tmp = path.with_extension("tmp");
-        let _ = std::fs::remove_file(&tmp);
-        // 0600 whatever the umask: an entry others can write is not trusted (`owned_file`).
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut file| file.write_all(bytes))
-            .and_then(|()| std::fs::rename(&tmp, path))
-    };
-    write(cached, artifact)?;
-    write(&digest_path(cached), sha256_hex(artifact).as_bytes())
-}
-
-/// A cache entry's bytes, if their sha256 is the one recorded when wasmlet wrote them.
-fn read_verified(cached: &Path) -> Result<Vec<u8>, String> {
-    for path in [cached, &digest_path(cached)] {
-        owned_file(path).map_err(|reason| format!("{}: {reason}", path.display()))?;
-    }
-    let recorded = std::fs::read_to_string(digest_path(cached))
-        .map_err(|e| format!("no recorded digest: {e}"))?;
-    let artifact = std::fs::read(cached).map_err(|e| format!("unreadable: {e}"))?;
-    let actual = sha256_hex(&artifact);
-    if actual != recorded.trim() {
-        return Err(format!(
-            "sha256 {actual} ({} bytes), recorded {}",
-            artifact.len(),
-            crate::cap::prefix(recorded.trim(), 64)
-        ));
-    }
-    Ok(artifact)
 }

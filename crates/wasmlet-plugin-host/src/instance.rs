@@ -187,7 +187,7 @@ impl LoadedPlugin {
             InstanceLimiter::new(cap),
             &self.spec.capabilities,
         )
-        .map_err(Fault::Grant)?;
+        .map_err(|error| Fault::Grant(error.to_string()))?;
         let mut store = Store::new(&self.compiled_for, state);
         store.limiter(|state| &mut state.limits);
         Ok(store)

@@ -53,16 +53,26 @@ pub struct PodScope {
     pub exec: Option<ExecFn>,
 }
 
+/// A port a plugin asked for that the scoped pod does not declare.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("port {port} is not declared by this pod (declared: {declared:?}); a plugin reaches only the ports of its containers, probes and handlers")]
+pub struct UndeclaredPort {
+    /// The port asked for.
+    pub port: u16,
+    /// The ports the pod declares.
+    pub declared: Vec<u16>,
+}
+
 impl PodScope {
     /// `Err` with the reason unless `port` is one the pod declares.
-    pub fn check_port(&self, port: u16) -> Result<(), String> {
+    pub fn check_port(&self, port: u16) -> Result<(), UndeclaredPort> {
         if self.ports.contains(&port) {
             Ok(())
         } else {
-            Err(format!(
-                "port {port} is not declared by this pod (declared: {:?}); a plugin reaches only the ports of its containers, probes and handlers",
-                self.ports
-            ))
+            Err(UndeclaredPort {
+                port,
+                declared: self.ports.clone(),
+            })
         }
     }
 }

@@ -90,13 +90,87 @@ const MAX_BODY_BYTES: u64 = 1 << 20;
 /// Most extra headers a plugin's `http-get` may send.
 const MAX_REQUEST_HEADERS: usize = 64;
 
+/// Why a `pod-access` import (`http-get`, `tcp-connect`, `exec`) refused or failed; the
+/// guest gets the text as the import's `err`.
+#[derive(Debug, thiserror::Error)]
+enum PodAccessError {
+    /// Called outside a probe or hook call.
+    #[error("no pod is in scope for this call")]
+    NoScope,
+    /// The probe's timeout or the hook's grace is over.
+    #[error("the call's deadline has passed")]
+    DeadlinePassed,
+    /// More extra headers than an `http-get` sends.
+    #[error("{} headers asked for; at most {} are sent", .0, MAX_REQUEST_HEADERS)]
+    TooManyHeaders(usize),
+    /// A port the pod does not declare.
+    #[error(transparent)]
+    Port(#[from] crate::records::UndeclaredPort),
+    /// The pod's sandbox has no address yet.
+    #[error("the pod has no IP yet")]
+    NoPodIp,
+    /// The GET failed without an answer (a status is an answer).
+    #[error("GET {url}: {source}")]
+    Get {
+        /// The URL asked for.
+        url: String,
+        /// What the HTTP client said (boxed: it is large).
+        #[source]
+        source: Box<ureq::Error>,
+    },
+    /// The answer's body could not be read.
+    #[error("GET {url}: reading the body: {source}")]
+    Body {
+        /// The URL asked for.
+        url: String,
+        /// Why reading stopped.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The pod's IP does not parse as an address.
+    #[error("the pod IP {ip:?} is not an address")]
+    PodIp {
+        /// The pod's IP as reported.
+        ip: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    /// The TCP connection failed.
+    #[error("connect {addr}: {source}")]
+    Connect {
+        /// Where it went.
+        addr: std::net::SocketAddr,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `exec` named a container the pod does not have.
+    #[error("{0:?} is not a container of this pod")]
+    NotAContainer(String),
+    /// `exec` in a container the plugin's `capabilities.exec` does not list.
+    #[error("exec in {container:?} is not granted to plugin {plugin}: its entry needs capabilities.exec: [{container}] (or [\"*\"])")]
+    ExecNotGranted {
+        /// The container asked for.
+        container: String,
+        /// The plugin's name.
+        plugin: Arc<str>,
+    },
+    /// The caller lent no exec (no runtime to run it on).
+    #[error("exec is not available here")]
+    ExecUnavailable,
+    /// The host's exec failed; its own words.
+    #[error("{0}")]
+    Exec(String),
+}
+
 impl HostState {
     /// A store's data for `plugin`; fails when a granted directory cannot be opened.
     pub fn new(
         plugin: Arc<str>,
         limits: crate::limiter::InstanceLimiter,
         grants: &crate::config::Capabilities,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::wasi::GrantError> {
         let log_budget = LogBudget::new(LOG_BUDGET);
         let wasi = crate::wasi::context(&plugin, grants, &log_budget)?;
         Ok(Self {
@@ -115,17 +189,15 @@ impl HostState {
         self.meta.pods.get(index as usize)
     }
 
-    fn scope(&self) -> Result<&PodScope, String> {
-        self.scope
-            .as_ref()
-            .ok_or_else(|| "no pod is in scope for this call".to_string())
+    fn scope(&self) -> Result<&PodScope, PodAccessError> {
+        self.scope.as_ref().ok_or(PodAccessError::NoScope)
     }
 
-    fn remaining(&self, requested_ms: u32) -> Result<Duration, String> {
+    fn remaining(&self, requested_ms: u32) -> Result<Duration, PodAccessError> {
         let scope = self.scope()?;
         let left = scope.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("the call's deadline has passed".into());
+            return Err(PodAccessError::DeadlinePassed);
         }
         Ok(left.min(Duration::from_millis(u64::from(requested_ms.max(1)))))
     }
@@ -136,18 +208,15 @@ impl HostState {
         path: String,
         headers: Vec<(String, String)>,
         timeout_ms: u32,
-    ) -> Result<types::HttpResponse, String> {
+    ) -> Result<types::HttpResponse, PodAccessError> {
         if headers.len() > MAX_REQUEST_HEADERS {
-            return Err(format!(
-                "{} headers asked for; at most {MAX_REQUEST_HEADERS} are sent",
-                headers.len()
-            ));
+            return Err(PodAccessError::TooManyHeaders(headers.len()));
         }
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
         scope.check_port(port)?;
         if scope.pod_ip.is_empty() {
-            return Err("the pod has no IP yet".into());
+            return Err(PodAccessError::NoPodIp);
         }
         let path = if path.starts_with('/') {
             path
@@ -166,7 +235,12 @@ impl HostState {
         let response = match request.call() {
             Ok(response) => response,
             Err(ureq::Error::Status(_, response)) => response,
-            Err(error) => return Err(format!("GET {url}: {error}")),
+            Err(error) => {
+                return Err(PodAccessError::Get {
+                    url,
+                    source: Box::new(error),
+                })
+            }
         };
         let status = response.status();
         let headers = response
@@ -183,7 +257,7 @@ impl HostState {
             &mut std::io::Read::take(response.into_reader(), MAX_BODY_BYTES),
             &mut body,
         )
-        .map_err(|e| format!("GET {url}: reading the body: {e}"))?;
+        .map_err(|source| PodAccessError::Body { url, source })?;
         Ok(types::HttpResponse {
             status,
             headers,
@@ -191,16 +265,20 @@ impl HostState {
         })
     }
 
-    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
+    fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), PodAccessError> {
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
         scope.check_port(port)?;
-        let addr: std::net::SocketAddr = format!("{}:{port}", scope.pod_ip)
-            .parse()
-            .map_err(|_| format!("the pod IP {:?} is not an address", scope.pod_ip))?;
+        let addr: std::net::SocketAddr =
+            format!("{}:{port}", scope.pod_ip)
+                .parse()
+                .map_err(|source| PodAccessError::PodIp {
+                    ip: scope.pod_ip.clone(),
+                    source,
+                })?;
         std::net::TcpStream::connect_timeout(&addr, timeout)
             .map(drop)
-            .map_err(|e| format!("connect {addr}: {e}"))
+            .map_err(|source| PodAccessError::Connect { addr, source })
     }
 
     fn exec(
@@ -208,23 +286,22 @@ impl HostState {
         container: String,
         command: Vec<String>,
         timeout_ms: u32,
-    ) -> Result<types::ExecOutput, String> {
+    ) -> Result<types::ExecOutput, PodAccessError> {
         let timeout = self.remaining(timeout_ms)?;
         let scope = self.scope()?;
         if !scope.containers.contains(&container) {
-            return Err(format!("{container:?} is not a container of this pod"));
+            return Err(PodAccessError::NotAContainer(container));
         }
         if !self.grants.may_exec_in(&container) {
-            return Err(format!(
-                "exec in {container:?} is not granted to plugin {}: its entry needs capabilities.exec: [{container}] (or [\"*\"])",
-                self.plugin
-            ));
+            return Err(PodAccessError::ExecNotGranted {
+                container,
+                plugin: self.plugin.clone(),
+            });
         }
-        let exec = scope
-            .exec
-            .clone()
-            .ok_or_else(|| "exec is not available here".to_string())?;
-        exec(&container, &command, timeout).map(convert::exec_output)
+        let exec = scope.exec.clone().ok_or(PodAccessError::ExecUnavailable)?;
+        exec(&container, &command, timeout)
+            .map(convert::exec_output)
+            .map_err(PodAccessError::Exec)
     }
 }
 
@@ -316,10 +393,10 @@ impl pod_access::Host for HostState {
         headers: Vec<(String, String)>,
         timeout_ms: u32,
     ) -> Result<types::HttpResponse, String> {
-        HostState::http_get(self, port, path, headers, timeout_ms)
+        HostState::http_get(self, port, path, headers, timeout_ms).map_err(|e| e.to_string())
     }
     fn tcp_connect(&mut self, port: u16, timeout_ms: u32) -> Result<(), String> {
-        HostState::tcp_connect(self, port, timeout_ms)
+        HostState::tcp_connect(self, port, timeout_ms).map_err(|e| e.to_string())
     }
     fn exec(
         &mut self,
@@ -327,7 +404,7 @@ impl pod_access::Host for HostState {
         command: Vec<String>,
         timeout_ms: u32,
     ) -> Result<types::ExecOutput, String> {
-        HostState::exec(self, container, command, timeout_ms)
+        HostState::exec(self, container, command, timeout_ms).map_err(|e| e.to_string())
     }
     fn sleep(&mut self, ms: u32) {
         // Never past the call's deadline: the epoch cannot interrupt a host call.

@@ -21,13 +21,25 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+/// A granted directory that could not be opened, so the plugin cannot be given its
+/// capabilities (`Fault::Grant`).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open granted directory {}: {source:#}", .path.display())]
+pub struct GrantError {
+    /// The directory on the host.
+    pub path: std::path::PathBuf,
+    /// Why WASI could not open it.
+    #[source]
+    pub source: wasmtime::Error,
+}
+
 /// Builds a plugin's WASI context: deny-all plus what `grants` names. Fails when a granted
 /// directory cannot be opened, naming it.
 pub fn context(
     plugin: &Arc<str>,
     grants: &Capabilities,
     log_budget: &LogBudget,
-) -> Result<WasiCtx, String> {
+) -> Result<WasiCtx, GrantError> {
     let mut builder = WasiCtxBuilder::new();
     builder
         // File operations go to the call runtime's blocking pool, never the calling thread:
@@ -50,11 +62,9 @@ pub fn context(
         };
         builder
             .preopened_dir(&grant.host_path, grant.guest_path(), perms)
-            .map_err(|e| {
-                format!(
-                    "cannot open granted directory {}: {e:#}",
-                    grant.host_path.display()
-                )
+            .map_err(|source| GrantError {
+                path: grant.host_path.clone(),
+                source,
             })?;
     }
     Ok(builder.build())
