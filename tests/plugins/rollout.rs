@@ -286,7 +286,7 @@ fn a_version_that_faults_on_trial_is_refused_without_failing_the_serving_one() {
         );
         let candidate = candidate.unwrap();
         assert_eq!(candidate.state, RolloutState::Refused, "{guest}");
-        let error = candidate.answer.unwrap_err();
+        let error = candidate.answer.unwrap_err().to_string();
         assert!(error.contains(why), "{guest}: {error}");
         assert!(candidate
             .reason

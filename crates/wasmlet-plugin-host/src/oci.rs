@@ -23,7 +23,8 @@ pub use store::Store;
 /// in `fuzz/` reach these parsers; the node itself goes through [`Remote`] and [`from_store`].
 pub mod parsers {
     pub use super::artifact::{
-        Descriptor, Manifest, LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_LAYER_BYTES, WASM_LAYER_MEDIA_TYPE,
+        ArtifactError, Descriptor, Manifest, LEGACY_WASM_LAYER_MEDIA_TYPE, MAX_LAYER_BYTES,
+        WASM_LAYER_MEDIA_TYPE,
     };
     pub use super::cosign::{bundle, payload, sign, verify, verify_attached, Attached, Signature};
     pub use super::store::Store;
@@ -57,9 +58,49 @@ pub enum OciError {
         /// Why.
         message: String,
     },
+    /// The registry config file gives no credentials.
+    #[error("{reference}: {source}")]
+    Credentials {
+        /// The reference.
+        reference: String,
+        /// What is wrong with the file.
+        #[source]
+        source: auth::CredentialsError,
+    },
+    /// The manifest is not a plugin artifact wasmlet accepts (`doing` says whose: the
+    /// artifact's, or a signature tag's).
+    #[error("{reference}: {doing}{source}")]
+    Artifact {
+        /// The reference.
+        reference: String,
+        /// What was read, as a prefix of the message (`signatures <tag>: `), or empty.
+        doing: String,
+        /// What is wrong with it.
+        #[source]
+        source: artifact::ArtifactError,
+    },
+    /// No signature by the configured public key signs the manifest.
+    #[error("{reference}: signature refused (public key {}): {source}", .key.display())]
+    Signature {
+        /// The reference.
+        reference: String,
+        /// The `verify.publicKey` file.
+        key: PathBuf,
+        /// Why each signature found was refused, or that none was found.
+        #[source]
+        source: cosign::VerifyError,
+    },
 }
 
 impl OciError {
+    fn artifact(reference: &OciReference, source: artifact::ArtifactError) -> Self {
+        Self::Artifact {
+            reference: reference.to_string(),
+            doing: String::new(),
+            source,
+        }
+    }
+
     fn refused(reference: &OciReference, message: impl Into<String>) -> Self {
         Self::Refused {
             reference: reference.to_string(),
@@ -157,7 +198,10 @@ impl Remote {
         let client = oci_client::Client::try_from(config)
             .map_err(|e| OciError::refused(reference, format!("cannot build a client: {e}")))?;
         let auth = auth::credentials(reference.registry(), access.registry_config.as_deref())
-            .map_err(|e| OciError::refused(reference, e))?;
+            .map_err(|source| OciError::Credentials {
+                reference: reference.to_string(),
+                source,
+            })?;
         Ok(Self {
             client,
             auth,
@@ -326,10 +370,10 @@ impl Remote {
     pub async fn pull(&self, digest: &str) -> Result<(Vec<u8>, Vec<u8>), OciError> {
         let manifest_bytes = self.manifest(digest).await?;
         let manifest = artifact::Manifest::parse(&manifest_bytes)
-            .map_err(|e| OciError::refused(&self.reference, e))?;
+            .map_err(|e| OciError::artifact(&self.reference, e))?;
         let layer = manifest
             .wasm_layer()
-            .map_err(|e| OciError::refused(&self.reference, e))?;
+            .map_err(|e| OciError::artifact(&self.reference, e))?;
         let wasm = self
             .blob(&layer.digest, layer.size, artifact::MAX_LAYER_BYTES)
             .await?;
@@ -363,10 +407,10 @@ pub fn from_store(
         return Ok(None);
     };
     let manifest =
-        artifact::Manifest::parse(&manifest_bytes).map_err(|e| OciError::refused(reference, e))?;
+        artifact::Manifest::parse(&manifest_bytes).map_err(|e| OciError::artifact(reference, e))?;
     let layer = manifest
         .wasm_layer()
-        .map_err(|e| OciError::refused(reference, e))?;
+        .map_err(|e| OciError::artifact(reference, e))?;
     Ok(store.blob(&layer.digest))
 }
 
@@ -386,11 +430,10 @@ pub async fn check_signature(
             format!("verify.publicKey {}: {e}", key.display()),
         )
     })?;
-    let refused = |e: cosign::VerifyError| {
-        OciError::refused(
-            reference,
-            format!("signature refused (public key {}): {e}", key.display()),
-        )
+    let refused = |source: cosign::VerifyError| OciError::Signature {
+        reference: reference.to_string(),
+        key: key.to_path_buf(),
+        source,
     };
     let kept = store.map(|s| s.signatures(digest)).unwrap_or_default();
     if !kept.is_empty() && cosign::verify_attached(&pem, &kept, digest).is_ok() {

@@ -82,7 +82,7 @@ impl CandidateChoice {
         let name = |i: &u32| snapshot.meta[*i as usize].name.clone();
         let (ranking, error) = match rank.answer {
             Ok(order) => (order.iter().map(name).collect::<Vec<_>>(), None),
-            Err(error) => (Vec::new(), Some(error)),
+            Err(error) => (Vec::new(), Some(error.to_string())),
         };
         info!(plugin = %rank.plugin, candidate_sha256 = %rank.sha256, would_evict = ?ranking.first(), agrees = rank.agrees, decisions = rank.decisions, shadow_cycles = rank.shadow_cycles, disagreements = rank.disagreements, state = ?rank.state, "candidate eviction plugin ranked");
         Self {

@@ -45,22 +45,47 @@ pub struct Manifest {
     pub layers: Vec<Descriptor>,
 }
 
+/// Why a manifest is not a plugin artifact wasmlet accepts.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// Not JSON of an OCI image manifest.
+    #[error("the manifest is not an OCI image manifest: {0}")]
+    NotManifest(#[source] serde_json::Error),
+    /// A schema version other than 2.
+    #[error("the manifest has schemaVersion {0}, not 2")]
+    SchemaVersion(u32),
+    /// No wasm layer (an image, say): the media types of the layers it has.
+    #[error(
+        "not a wasm artifact: no {} layer (layers: {})",
+        WASM_LAYER_MEDIA_TYPE,
+        .0.join(", ")
+    )]
+    NoWasmLayer(Vec<String>),
+    /// More than one wasm layer: which is the plugin is ambiguous.
+    #[error("{0} wasm layers; a plugin artifact has one")]
+    SeveralWasmLayers(usize),
+    /// A layer size past [`MAX_LAYER_BYTES`] (or negative).
+    #[error(
+        "the wasm layer is {} bytes, more than the {} wasmlet pulls",
+        .0,
+        MAX_LAYER_BYTES
+    )]
+    TooLarge(i64),
+}
+
 impl Manifest {
     /// Parses a manifest's bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
-        let manifest: Manifest = serde_json::from_slice(bytes)
-            .map_err(|e| format!("the manifest is not an OCI image manifest: {e}"))?;
+    pub fn parse(bytes: &[u8]) -> Result<Self, ArtifactError> {
+        let manifest: Manifest =
+            serde_json::from_slice(bytes).map_err(ArtifactError::NotManifest)?;
         if manifest.schema_version != 2 {
-            return Err(format!(
-                "the manifest has schemaVersion {}, not 2",
-                manifest.schema_version
-            ));
+            return Err(ArtifactError::SchemaVersion(manifest.schema_version));
         }
         Ok(manifest)
     }
 
     /// The one component layer; refused when there is none, several, or it is too large.
-    pub fn wasm_layer(&self) -> Result<&Descriptor, String> {
+    pub fn wasm_layer(&self) -> Result<&Descriptor, ArtifactError> {
         let wasm: Vec<&Descriptor> = self
             .layers
             .iter()
@@ -72,27 +97,14 @@ impl Manifest {
         let layer = match wasm.as_slice() {
             [one] => *one,
             [] => {
-                return Err(format!(
-                    "not a wasm artifact: no {WASM_LAYER_MEDIA_TYPE} layer (layers: {})",
-                    self.layers
-                        .iter()
-                        .map(|l| l.media_type.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                return Err(ArtifactError::NoWasmLayer(
+                    self.layers.iter().map(|l| l.media_type.clone()).collect(),
                 ))
             }
-            more => {
-                return Err(format!(
-                    "{} wasm layers; a plugin artifact has one",
-                    more.len()
-                ))
-            }
+            more => return Err(ArtifactError::SeveralWasmLayers(more.len())),
         };
         if layer.size < 0 || layer.size as u64 > MAX_LAYER_BYTES {
-            return Err(format!(
-                "the wasm layer is {} bytes, more than the {MAX_LAYER_BYTES} wasmlet pulls",
-                layer.size
-            ));
+            return Err(ArtifactError::TooLarge(layer.size));
         }
         Ok(layer)
     }

@@ -45,9 +45,48 @@ fn host_of(key: &str) -> &str {
     key.split('/').next().unwrap_or(key)
 }
 
+/// Why the registry config file gives no credentials; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// The file cannot be read (or, named explicitly, does not exist).
+    #[error("registry config {}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the filesystem said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not the JSON `docker login` writes.
+    #[error("registry config {}: not a docker config.json: {source}", .path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Where the JSON is wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The registry's `auth` is not base64 of UTF-8 text.
+    #[error("registry config {}: auths.{registry}.auth is not base64 user:password", .path.display())]
+    NotBase64 {
+        /// The file.
+        path: PathBuf,
+        /// The registry asked for.
+        registry: String,
+    },
+    /// The registry's `auth` decodes to text without `:`.
+    #[error("registry config {}: auths.{registry}.auth is not user:password", .path.display())]
+    NotUserPassword {
+        /// The file.
+        path: PathBuf,
+        /// The registry asked for.
+        registry: String,
+    },
+}
+
 /// The credentials for `registry` from `file` (the default file when `None`); anonymous when
 /// the default file is missing or names no such registry. A file given explicitly must exist.
-pub fn credentials(registry: &str, file: Option<&Path>) -> Result<RegistryAuth, String> {
+pub fn credentials(registry: &str, file: Option<&Path>) -> Result<RegistryAuth, CredentialsError> {
     let (path, explicit) = match file {
         Some(path) => (path.to_path_buf(), true),
         None => (default_path(), false),
@@ -57,14 +96,12 @@ pub fn credentials(registry: &str, file: Option<&Path>) -> Result<RegistryAuth, 
         Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(RegistryAuth::Anonymous)
         }
-        Err(e) => return Err(format!("registry config {}: {e}", path.display())),
+        Err(source) => return Err(CredentialsError::Read { path, source }),
     };
-    let config: DockerConfig = serde_json::from_slice(&text).map_err(|e| {
-        format!(
-            "registry config {}: not a docker config.json: {e}",
-            path.display()
-        )
-    })?;
+    let config: DockerConfig = match serde_json::from_slice(&text) {
+        Ok(config) => config,
+        Err(source) => return Err(CredentialsError::Parse { path, source }),
+    };
     // Docker Hub's key is its v1 URL; any other registry is keyed by host[:port].
     let wanted = match registry {
         "docker.io" | "index.docker.io" | "registry-1.docker.io" => "index.docker.io",
@@ -90,17 +127,16 @@ pub fn credentials(registry: &str, file: Option<&Path>) -> Result<RegistryAuth, 
         .decode(auth.trim())
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .ok_or_else(|| {
-            format!(
-                "registry config {}: auths.{registry}.auth is not base64 user:password",
-                path.display()
-            )
+        .ok_or_else(|| CredentialsError::NotBase64 {
+            path: path.clone(),
+            registry: registry.to_string(),
         })?;
-    let (user, password) = decoded.split_once(':').ok_or_else(|| {
-        format!(
-            "registry config {}: auths.{registry}.auth is not user:password",
-            path.display()
-        )
-    })?;
+    let (user, password) =
+        decoded
+            .split_once(':')
+            .ok_or_else(|| CredentialsError::NotUserPassword {
+                path: path.clone(),
+                registry: registry.to_string(),
+            })?;
     Ok(RegistryAuth::Basic(user.to_string(), password.to_string()))
 }

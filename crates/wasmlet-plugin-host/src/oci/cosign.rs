@@ -153,12 +153,16 @@ pub enum VerifyError {
 }
 
 /// Checks that one of `signatures` is by `public_key_pem` and names the manifest `digest`.
-pub fn verify(public_key_pem: &str, signatures: &[Signature], digest: &str) -> Result<(), String> {
+pub fn verify(
+    public_key_pem: &str,
+    signatures: &[Signature],
+    digest: &str,
+) -> Result<(), VerifyError> {
     let attached = Attached {
         signatures: signatures.to_vec(),
         bundles: Vec::new(),
     };
-    verify_attached(public_key_pem, &attached, digest).map_err(|e| e.to_string())
+    verify_attached(public_key_pem, &attached, digest)
 }
 
 /// Checks that one of the `.sig` signatures or bundles in `attached` is by `public_key_pem`
@@ -191,36 +195,62 @@ pub fn verify_attached(
     Err(VerifyError::NoneValid { reasons })
 }
 
+/// Why one `.sig` signature does not sign the manifest.
+#[derive(Debug, thiserror::Error)]
+enum SimpleSigningError {
+    /// The payload is not base64.
+    #[error("its payload is not base64")]
+    PayloadEncoding(#[source] base64::DecodeError),
+    /// The signature is not base64.
+    #[error("the signature is not base64")]
+    SignatureEncoding(#[source] base64::DecodeError),
+    /// The signature is not DER.
+    #[error("the signature is not an ECDSA P-256 signature")]
+    SignatureFormat(#[source] p256::ecdsa::Error),
+    /// Another key signed the payload, or it was altered.
+    #[error("not signed by the configured key")]
+    WrongKey(#[source] p256::ecdsa::Error),
+    /// The signed payload is not cosign's simple-signing JSON.
+    #[error("signed, but the payload is not simple signing: {0}")]
+    Payload(#[source] serde_json::Error),
+    /// A simple-signing payload of another type.
+    #[error("signed, but the payload type is {0:?}")]
+    PayloadType(String),
+    /// A signature of another manifest (a `.sig` copied to another digest).
+    #[error("signed, but for the manifest {signed}, not {wanted}")]
+    OtherManifest {
+        /// The digest the payload names.
+        signed: String,
+        /// The digest being checked.
+        wanted: String,
+    },
+}
+
 /// One `.sig` layer: signed by `key`, a simple-signing payload naming `digest`.
 fn verify_simple_signing(
     key: &VerifyingKey,
     found: &Signature,
     digest: &str,
-) -> Result<(), String> {
+) -> Result<(), SimpleSigningError> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let payload = b64
         .decode(&found.payload)
-        .map_err(|_| "its payload is not base64".to_string())?;
+        .map_err(SimpleSigningError::PayloadEncoding)?;
     let der = b64
         .decode(found.signature.trim())
-        .map_err(|_| "the signature is not base64".to_string())?;
-    let signature = EcdsaSignature::from_der(&der)
-        .map_err(|_| "the signature is not an ECDSA P-256 signature".to_string())?;
+        .map_err(SimpleSigningError::SignatureEncoding)?;
+    let signature = EcdsaSignature::from_der(&der).map_err(SimpleSigningError::SignatureFormat)?;
     key.verify(&payload, &signature)
-        .map_err(|_| "not signed by the configured key".to_string())?;
-    let payload: Payload = serde_json::from_slice(&payload)
-        .map_err(|e| format!("signed, but the payload is not simple signing: {e}"))?;
+        .map_err(SimpleSigningError::WrongKey)?;
+    let payload: Payload = serde_json::from_slice(&payload).map_err(SimpleSigningError::Payload)?;
     if payload.critical.kind != SIGNATURE_TYPE {
-        return Err(format!(
-            "signed, but the payload type is {:?}",
-            payload.critical.kind
-        ));
+        return Err(SimpleSigningError::PayloadType(payload.critical.kind));
     }
     if payload.critical.image.docker_manifest_digest != digest {
-        return Err(format!(
-            "signed, but for the manifest {}, not {digest}",
-            payload.critical.image.docker_manifest_digest
-        ));
+        return Err(SimpleSigningError::OtherManifest {
+            signed: payload.critical.image.docker_manifest_digest,
+            wanted: digest.to_string(),
+        });
     }
     Ok(())
 }

@@ -49,8 +49,11 @@ impl Remote {
             Err(e) if not_found(&e) => return Ok(Vec::new()),
             Err(e) => return Err(self.error(&format!("pulling the signatures {tag}"), e)),
         };
-        let manifest = artifact::Manifest::parse(&body)
-            .map_err(|e| OciError::refused(&self.reference, format!("signatures {tag}: {e}")))?;
+        let manifest = artifact::Manifest::parse(&body).map_err(|source| OciError::Artifact {
+            reference: self.reference.to_string(),
+            doing: format!("signatures {tag}: "),
+            source,
+        })?;
         let mut signatures = Vec::new();
         for layer in manifest
             .layers

@@ -80,6 +80,7 @@ fn artifacts_have_one_wasm_layer() {
     assert!(image
         .wasm_layer()
         .unwrap_err()
+        .to_string()
         .contains("not a wasm artifact"));
 }
 
@@ -108,17 +109,23 @@ fn signatures_verify_only_with_the_key_and_the_digest() {
         signature: cosign::sign(&key, &payload).unwrap(),
     };
     cosign::verify(&public, std::slice::from_ref(&signature), &digest).unwrap();
-    let unsigned = cosign::verify(&public, &[], &digest).unwrap_err();
+    let unsigned = cosign::verify(&public, &[], &digest)
+        .unwrap_err()
+        .to_string();
     assert!(unsigned.contains("unsigned"), "{unsigned}");
     let other_digest = format!("sha256:{}", "c".repeat(64));
-    let err = cosign::verify(&public, std::slice::from_ref(&signature), &other_digest).unwrap_err();
+    let err = cosign::verify(&public, std::slice::from_ref(&signature), &other_digest)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not "), "{err}");
     let other_key = {
         use p256::pkcs8::{EncodePrivateKey, LineEnding};
         let k = p256::SecretKey::from_slice(&[9u8; 32]).unwrap();
         cosign::public_key_pem(&k.to_pkcs8_pem(LineEnding::LF).unwrap()).unwrap()
     };
-    let err = cosign::verify(&other_key, std::slice::from_ref(&signature), &digest).unwrap_err();
+    let err = cosign::verify(&other_key, std::slice::from_ref(&signature), &digest)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not signed by the configured key"), "{err}");
     assert!(cosign::sign("not a key", &payload).is_err());
     assert_eq!(

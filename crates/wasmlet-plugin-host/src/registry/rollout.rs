@@ -43,7 +43,7 @@ pub struct CandidateRank {
     /// The candidate version.
     pub sha256: String,
     /// Its ranking (indices of evictable pods, as a decision), or why it gave none.
-    pub answer: Result<Vec<u32>, String>,
+    pub answer: Result<Vec<u32>, crate::error::PluginError>,
     /// Whether it ranked exactly as the decision taken (the same pods in the same order).
     pub agrees: bool,
     /// Decisions of its trial so far, this one included.
@@ -311,7 +311,7 @@ impl PluginRegistry {
         let mut rank = CandidateRank {
             plugin: slot.name.clone(),
             sha256: version.sha256.clone(),
-            answer: answer.map_err(|e| e.to_string()),
+            answer,
             agrees,
             decisions,
             shadow_cycles: cycles,
