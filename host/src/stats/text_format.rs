@@ -1,12 +1,16 @@
 //! The Prometheus text exposition format 0.0.4, written by hand because `/metrics/resource` and
 //! `/metrics/cadvisor` carry per-sample timestamps, which the `prometheus-client` registry
 //! cannot write. The layout is client_golang's: families sorted by name, series by label
-//! values, a family without series left out, floats as Go's `%g`.
+//! values, a family without series left out, floats as Go's `%g`. The other writer of this
+//! format, `metrics::exposition`, derives it from the registry's OpenMetrics text for
+//! `/metrics`; the two share the content type and nothing else, since neither input can be
+//! given to the other.
 
 use std::fmt::Write;
 
-/// The `Content-Type` of the text format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The `Content-Type` of the text format: the one `/metrics` answers with when the scraper
+/// asks for Prometheus text, so the two writers cannot drift apart.
+pub use crate::metrics::exposition::PROMETHEUS_TEXT as CONTENT_TYPE;
 
 /// A family's `# TYPE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
