@@ -47,12 +47,13 @@ pub enum CompileError {
         source: std::io::Error,
     },
     /// The bytes are not a component wasmtime accepts.
-    #[error("{path} is not a valid component: {message}")]
+    #[error("{path} is not a valid component: {source:#}")]
     Invalid {
         /// The component file.
         path: PathBuf,
         /// wasmtime's complaint.
-        message: String,
+        #[source]
+        source: wasmtime::Error,
     },
 }
 
@@ -314,9 +315,9 @@ impl PluginEngine {
             }
         }
         let component =
-            Component::new(&flavour.engine, bytes).map_err(|e| CompileError::Invalid {
+            Component::new(&flavour.engine, bytes).map_err(|source| CompileError::Invalid {
                 path: path.to_path_buf(),
-                message: format!("{e:#}"),
+                source,
             })?;
         if let Some(cached) = self.cache_path(flavour, sha256) {
             match component.serialize() {
