@@ -476,6 +476,284 @@ fn new_project_passes(lang: &str, world: &str, dir: &Path, root: &Path, rust_tar
     );
 }
 
+/// The SDKs as their ecosystems package them (the Python wheel from `pip wheel`, the npm
+/// tarball from `npm pack`, the Go module directory) make and build projects where no wasmlet
+/// checkout is, with a copy of the wasmlet binary that has none above it either: without
+/// `--sdk`, `plugin new` names the package to pass; with it, the SDK is installed into the
+/// project, whose native tests pass, and `plugin build` makes a component that validates and
+/// ranks as the other languages' do.
+#[test]
+fn plugin_new_and_build_outside_a_checkout_with_the_packaged_sdks() {
+    let started = std::time::Instant::now();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    assert!(
+        outside
+            .ancestors()
+            .all(|dir| !dir.join("wit/worlds.wit").exists()),
+        "{} is inside a wasmlet checkout",
+        outside.display()
+    );
+    // The binary, away from the checkout it was built in (a binary's own checkout is where an
+    // SDK is looked for when none is given).
+    let bin = outside.join("bin/wasmlet");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_wasmlet"), &bin).unwrap();
+
+    // The packages, made as each ecosystem makes them.
+    let packages = outside.join("packages");
+    std::fs::create_dir(&packages).unwrap();
+    // From a copy: setuptools leaves build/ and *.egg-info beside the sources.
+    let python_sources = outside.join("sdk-python");
+    copy_dir(&root.join("plugins/sdk-python"), &python_sources);
+    must(
+        std::process::Command::new("python3")
+            .args(["-m", "pip", "wheel", "--quiet", "--no-deps", "-w"])
+            .arg(&packages)
+            .arg(&python_sources),
+        "pip wheel plugins/sdk-python",
+    );
+    must(
+        std::process::Command::new("npm")
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(&packages)
+            .arg("./plugins/sdk-js")
+            .current_dir(&root),
+        "npm pack ./plugins/sdk-js",
+    );
+    let go_module = packages.join("sdk-go");
+    copy_dir(&root.join("plugins/sdk-go"), &go_module);
+    let package = |extension: &str| -> PathBuf {
+        let found: Vec<PathBuf> = std::fs::read_dir(&packages)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == extension))
+            .collect();
+        assert_eq!(found.len(), 1, "one .{extension} in {found:?}");
+        found[0].clone()
+    };
+    let (wheel, tarball) = (package("whl"), package("tgz"));
+    let file_name = |path: &Path| path.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        file_name(&wheel).starts_with("wasmlet_plugin-")
+            && file_name(&wheel).ends_with("-py3-none-any.whl"),
+        "{wheel:?}"
+    );
+
+    let work = outside.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let wasmlet = || {
+        let mut command = std::process::Command::new(&bin);
+        command
+            .env("WASMLET_PLUGIN_TOOLS", root.join("target/sdk-tools"))
+            .env_remove("CARGO_TARGET_DIR")
+            .current_dir(&work);
+        command
+    };
+    let new = |lang: &str, sdk: Option<&Path>| {
+        let mut command = wasmlet();
+        command.args([
+            "plugin",
+            "new",
+            &format!("outside-{lang}"),
+            "--world",
+            "eviction-policy",
+            "--lang",
+            lang,
+        ]);
+        if let Some(sdk) = sdk {
+            command.arg("--sdk").arg(sdk);
+        }
+        outcome(&mut command)
+    };
+
+    // Without --sdk: the package to pass, by name, and how to make it.
+    for (lang, names) in [
+        (
+            "python",
+            vec![file_name(&wheel), "`pip wheel plugins/sdk-python`".into()],
+        ),
+        (
+            "js",
+            vec![file_name(&tarball), "`npm pack ./plugins/sdk-js`".into()],
+        ),
+        ("go", vec!["module directory of wasmlet.dev/plugin".into()]),
+    ] {
+        let (ok, _, err) = new(lang, None);
+        assert!(
+            !ok,
+            "plugin new --lang {lang} found an SDK outside the checkout"
+        );
+        assert!(
+            err.contains(&format!("wasmlet plugin new --lang {lang} needs the"))
+                && err.contains("pass --sdk PATH to")
+                && names.iter().all(|name| err.contains(name.as_str())),
+            "{lang}: {err}"
+        );
+        assert!(!work.join(format!("outside-{lang}")).exists());
+    }
+    // Another language's package is refused, naming whose it is.
+    let (ok, _, err) = new("js", Some(&wheel));
+    assert!(!ok && err.contains("the Python SDK's package"), "{err}");
+
+    // With it: installed into the project, tested, built, validated.
+    let fixture = root.join("examples/plugins/snapshot.yaml");
+    let orders = std::thread::scope(|threads| {
+        let lanes = [
+            vec![("python", wheel.as_path())],
+            vec![("js", tarball.as_path()), ("go", go_module.as_path())],
+        ];
+        let handles: Vec<_> = lanes
+            .into_iter()
+            .map(|lane| {
+                let (new, wasmlet, work, root, fixture) = (&new, &wasmlet, &work, &root, &fixture);
+                threads.spawn(move || {
+                    lane.into_iter()
+                        .map(|(lang, sdk)| {
+                            let step = std::time::Instant::now();
+                            let (ok, out, err) = new(lang, Some(sdk));
+                            assert!(ok, "plugin new --lang {lang} --sdk {sdk:?}: {err}");
+                            assert!(out.contains("created"), "{out}");
+                            let project = work.join(format!("outside-{lang}"));
+                            outside_project_passes(lang, &project, root);
+                            let out = must(
+                                wasmlet()
+                                    .args(["plugin", "build", "."])
+                                    .current_dir(&project),
+                                &format!("plugin build ({lang}, outside)"),
+                            );
+                            let file = project.join(format!("outside-{lang}.wasm"));
+                            assert!(
+                                out.contains(&format!("built {}", file.display()))
+                                    && out.contains("world eviction-policy"),
+                                "{out}"
+                            );
+                            let out = must(
+                                wasmlet().args(["plugin", "validate"]).arg(&file),
+                                &format!("plugin validate ({lang}, outside)"),
+                            );
+                            assert!(out.contains("world: eviction-policy"), "{out}");
+                            let out = must(
+                                wasmlet()
+                                    .args(["plugin", "test"])
+                                    .arg(&file)
+                                    .arg("--fixture")
+                                    .arg(fixture),
+                                &format!("plugin test ({lang}, outside)"),
+                            );
+                            let result: serde_json::Value = serde_json::from_str(&out).unwrap();
+                            assert_eq!(result["decidedBy"]["kind"], "plugin", "{lang}: {result}");
+                            eprintln!(
+                                "outside-{lang}: made, tested, built and validated in {:.1} s",
+                                step.elapsed().as_secs_f64()
+                            );
+                            (lang, result["order"].clone())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(orders.len(), 3);
+    assert!(
+        orders.iter().all(|(_, order)| *order == orders[0].1),
+        "the three languages disagree: {orders:?}"
+    );
+    eprintln!(
+        "plugin_new_and_build_outside_a_checkout_with_the_packaged_sdks: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A project `plugin new` made outside the checkout: it names nothing in the checkout, its SDK
+/// is installed in it (Python, JS) or is the module directory given (Go), and its native tests
+/// pass as its README says to run them.
+fn outside_project_passes(lang: &str, project: &Path, root: &Path) {
+    let checkout = root.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir(project).unwrap() {
+        let path = entry.unwrap().path();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            assert!(
+                !text.contains(&checkout),
+                "{} names the checkout:\n{text}",
+                path.display()
+            );
+        }
+    }
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    match lang {
+        "python" => {
+            assert!(
+                project
+                    .join(".wasmlet/sdk-python/wasmlet_plugin/wit/worlds.wit")
+                    .is_file(),
+                "the wheel is not installed in {}",
+                project.display()
+            );
+            assert!(
+                readme.contains("PYTHONPATH=.wasmlet/sdk-python python3 -m unittest"),
+                "{readme}"
+            );
+            must(
+                std::process::Command::new("python3")
+                    .args(["-m", "unittest"])
+                    .env("PYTHONPATH", ".wasmlet/sdk-python")
+                    .current_dir(project),
+                "python tests (outside)",
+            );
+        }
+        "js" => {
+            let installed = project.join("node_modules/wasmlet-plugin-sdk");
+            assert!(
+                !installed.is_symlink() && installed.join("wit/worlds.wit").is_file(),
+                "the tarball is not installed in {}",
+                project.display()
+            );
+            must(
+                std::process::Command::new("node")
+                    .arg("--test")
+                    .current_dir(project),
+                "node --test (outside)",
+            );
+        }
+        _ => drop(must(
+            std::process::Command::new("go")
+                .args(["test", "./..."])
+                .current_dir(project),
+            "go test (outside)",
+        )),
+    }
+}
+
+/// Copies an SDK's sources (a Go module directory, as a user would have it), without what
+/// builds and test runs leave there.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if ["build", "__pycache__", "node_modules"].contains(&name.as_str())
+            || name.ends_with(".egg-info")
+        {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 #[allow(dead_code)] // blob_data is for tests/plugins
 #[path = "support/oci_registry.rs"]
 mod oci_registry;

@@ -36,7 +36,9 @@ pub use error::{Fault, LoadError, PluginError};
 pub use instance::LoadedPlugin;
 pub use oci::parsers as oci_parsers;
 pub use oci::{OciError, OciReference, ReferenceError};
-pub use project::{build_project, new_plugin, BuildOptions, Built, Lang, Project};
+pub use project::{
+    build_project, new_plugin, BuildOptions, Built, Lang, Project, SdkError, SDK_VERSION,
+};
 pub use records::{
     AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,
     ProbeOutcome, ProbeRequest, ProbeResult,

@@ -7,11 +7,14 @@
 //! says all three and where the language's SDK lives, so a project builds wherever it is.
 
 mod build;
+mod componentize;
+mod install;
 mod scaffold;
 mod sdk;
 
 pub use build::{build_project, BuildOptions, Built};
 pub use scaffold::new_plugin;
+pub use sdk::{SdkError, SDK_VERSION};
 
 use crate::config::{is_dns_label, World};
 use crate::tool::{plugin_error, ToolError};
@@ -66,6 +69,16 @@ impl Lang {
         &World::ALL
     }
 
+    /// The language's name in prose.
+    pub fn title(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::Go => "Go",
+            Lang::Python => "Python",
+            Lang::Js => "JavaScript",
+        }
+    }
+
     /// The SDK's directory under `plugins/` in a wasmlet checkout.
     fn sdk_dir_name(self) -> &'static str {
         match self {
@@ -84,7 +97,8 @@ struct Manifest {
     name: String,
     world: World,
     lang: Lang,
-    /// The language's SDK directory; relative paths are relative to the manifest.
+    /// The language's SDK directory; relative paths are relative to the manifest (an SDK
+    /// `plugin new` installed into the project from a package).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sdk: Option<PathBuf>,
 }

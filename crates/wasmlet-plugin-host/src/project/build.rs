@@ -30,8 +30,8 @@ pub struct BuildOptions {
     pub world: Option<World>,
     /// `--out` (default `DIR/<name>.wasm`).
     pub out: Option<PathBuf>,
-    /// `--sdk`: the language's SDK directory, when the project has no manifest naming one
-    /// and is outside a wasmlet checkout.
+    /// `--sdk`: the language's SDK directory (with the contract it ships), when the project
+    /// has no manifest naming one and is outside a wasmlet checkout.
     pub sdk: Option<PathBuf>,
     /// `--tools-dir` (default `$WASMLET_PLUGIN_TOOLS`, else `~/.cache/wasmlet/plugin-tools`).
     pub tools_dir: Option<PathBuf>,
@@ -58,9 +58,7 @@ pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ToolEr
         None => default_tools_dir(),
     };
     let sdk = options.sdk.as_deref().or(project.sdk.as_deref());
-    let tree = || {
-        SdkTree::find(project.lang, sdk, &project.dir).map_err(|m| plugin_error(&project.dir, m))
-    };
+    let tree = || SdkTree::find(project.lang, sdk, &project.dir, "build");
     let builder = Builder {
         project: &project,
         out: &out,
@@ -70,7 +68,11 @@ pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ToolEr
         Lang::Rust => builder.rust()?,
         Lang::Go => builder.go(&tree()?)?,
         Lang::Python => builder.python(&tree()?)?,
-        Lang::Js => builder.js(&tree()?)?,
+        // `npm install` first: it puts an SDK installed from a tarball in node_modules.
+        Lang::Js => {
+            builder.npm_install()?;
+            builder.js(&tree()?)?
+        }
     }
     let world = check_world(&out, project.world)?;
     project.world = Some(world);
@@ -169,8 +171,8 @@ impl Builder<'_> {
     }
 
     /// Go's `wasip1` port (`-buildmode=c-shared`, the `go:wasmexport` functions), then
-    /// `plugins/componentize` embeds the world and wraps the module with the WASI preview1
-    /// reactor adapter.
+    /// the componentizer (`plugins/componentize`, carried by this binary) embeds the world and
+    /// wraps the module with the WASI preview1 reactor adapter.
     fn go(&self, tree: &SdkTree) -> Result<(), ToolError> {
         let world = self.world()?;
         let core = self.out.with_extension("core.wasm");
@@ -191,7 +193,7 @@ impl Builder<'_> {
             "go build (GOOS=wasip1 GOARCH=wasm)",
             &self.project.dir,
         )?;
-        let componentize = self.componentizer(tree)?;
+        let componentize = self.componentizer()?;
         let made = run(
             Command::new(componentize)
                 .arg(tree.wit())
@@ -205,15 +207,16 @@ impl Builder<'_> {
         made.map(drop)
     }
 
-    /// Builds (or finds fresh) `wasmlet-componentize` from the checkout's crate.
-    fn componentizer(&self, tree: &SdkTree) -> Result<PathBuf, ToolError> {
+    /// Builds (or finds fresh) `wasmlet-componentize` from the sources this binary carries.
+    fn componentizer(&self) -> Result<PathBuf, ToolError> {
+        let manifest = super::componentize::write_crate(self.tools)?;
         let target_dir = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| self.tools.join("componentize-target"));
         run(
             Command::new("cargo")
                 .args(["build", "--release", "--quiet", "--manifest-path"])
-                .arg(tree.componentize().join("Cargo.toml"))
+                .arg(manifest)
                 .arg("--target-dir")
                 .arg(&target_dir),
             "cargo build (wasmlet-componentize)",
@@ -259,8 +262,24 @@ impl Builder<'_> {
         .map(drop)
     }
 
-    /// jco's componentize (bundled, WASI features off) through the SDK's `build.mjs`; a
-    /// project with a package.json gets its dependencies (the SDK, linked) installed first.
+    /// A project with a package.json and no node_modules gets its dependencies (the SDK,
+    /// linked from a directory or unpacked from its tarball) installed.
+    fn npm_install(&self) -> Result<(), ToolError> {
+        let dir = &self.project.dir;
+        if !dir.join("package.json").is_file() || dir.join("node_modules").is_dir() {
+            return Ok(());
+        }
+        run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--silent"])
+                .current_dir(dir),
+            "npm install",
+            dir,
+        )
+        .map(drop)
+    }
+
+    /// jco's componentize (bundled, WASI features off) through the SDK's `build.mjs`.
     fn js(&self, tree: &SdkTree) -> Result<(), ToolError> {
         let world = self.world()?;
         let tools = self.tools.join(format!("jco-{JCO_VERSION}"));
@@ -288,15 +307,6 @@ impl Builder<'_> {
             )?;
         }
         let dir = &self.project.dir;
-        if dir.join("package.json").is_file() && !dir.join("node_modules").is_dir() {
-            run(
-                Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--silent"])
-                    .current_dir(dir),
-                "npm install",
-                dir,
-            )?;
-        }
         run(
             Command::new("node")
                 .arg(tree.sdk().join("build.mjs"))

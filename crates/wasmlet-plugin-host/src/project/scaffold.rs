@@ -3,6 +3,7 @@
 //! JavaScript sources are files under `scaffold/<lang>/`, with `@NAME@` (and `@SDK@`)
 //! replaced when written.
 
+use super::install::SdkSource;
 use super::sdk::SdkTree;
 use super::{plugin_error, Lang, Manifest, MANIFEST};
 use crate::config::{is_dns_label, World};
@@ -10,8 +11,10 @@ use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
 
 /// Writes a ready-to-build plugin project `name` for `world` in `lang` into `dir/name`.
-/// `sdk` is the language's SDK directory (default: found in the wasmlet checkout above the
-/// current directory or the binary); the project refers to it by absolute path.
+/// `sdk` is the language's SDK: a directory, which the project refers to by absolute path, or
+/// (Python, JavaScript) the SDK's package, a wheel or an `npm pack` tarball, installed into
+/// the project. Without it, the SDK of the wasmlet checkout above the current directory or
+/// the binary; without one either, the error names the SDK to pass.
 pub fn new_plugin(
     name: &str,
     world: World,
@@ -37,8 +40,27 @@ pub fn new_plugin(
         return Err(fail("already exists".into()));
     }
     let start = std::env::current_dir().map_err(|e| fail(e.to_string()))?;
-    let tree = SdkTree::find(lang, sdk, &start).map_err(fail)?;
-    let files = project_files(name, world, lang, tree.sdk());
+    let source = match sdk {
+        Some(sdk) => SdkSource::of(lang, sdk)?,
+        None => SdkSource::Dir(
+            SdkTree::find(lang, None, &start, "new")?
+                .sdk()
+                .to_path_buf(),
+        ),
+    };
+    let (reference, manifest_sdk) = source.reference();
+    let files = project_files(name, world, lang, &reference, &manifest_sdk);
+    let written = write_files(&root, files)
+        .and_then(|()| source.install(lang, &root).map_err(ToolError::from));
+    if let Err(error) = written {
+        // Nothing half-made: the same command works once the cause is fixed.
+        let _ = std::fs::remove_dir_all(&root);
+        return Err(error);
+    }
+    Ok(root)
+}
+
+fn write_files(root: &Path, files: Vec<(&'static str, String)>) -> Result<(), ToolError> {
     for (file, text) in files {
         let path = root.join(file);
         if let Some(parent) = path.parent() {
@@ -46,15 +68,17 @@ pub fn new_plugin(
         }
         std::fs::write(&path, text).map_err(|e| plugin_error(&path, e.to_string()))?;
     }
-    Ok(root)
+    Ok(())
 }
 
-/// The files of a new project, as (path in the project, contents).
+/// The files of a new project, as (path in the project, contents): `sdk` is how its files
+/// name the SDK, `manifest_sdk` the SDK directory its manifest records.
 pub(super) fn project_files(
     name: &str,
     world: World,
     lang: Lang,
-    sdk: &Path,
+    sdk: &str,
+    manifest_sdk: &Path,
 ) -> Vec<(&'static str, String)> {
     let type_name = type_name(name);
     let fill = |template: &str| {
@@ -62,13 +86,13 @@ pub(super) fn project_files(
             .replace("@NAME@", name)
             .replace("@TYPE@", &type_name)
             .replace("@WORLD@", world.as_str())
-            .replace("@SDK@", &sdk.display().to_string())
+            .replace("@SDK@", sdk)
     };
     let manifest = Manifest {
         name: name.to_string(),
         world,
         lang,
-        sdk: Some(sdk.to_path_buf()),
+        sdk: Some(manifest_sdk.to_path_buf()),
     };
     let manifest = format!(
         "# What `wasmlet plugin build` needs to know; `wasmlet plugin new` wrote it.\n{}",
@@ -141,7 +165,7 @@ fn readme(lang: Lang) -> &'static str {
         Lang::Rust => "# @NAME@\n\nA wasmlet plugin (world `@WORLD@`) in Rust.\n\n```sh\ncargo test                       # the logic, natively, with the SDK's fixtures\nwasmlet plugin build .           # -> @NAME@.wasm (cargo, target wasm32-wasip2)\nwasmlet plugin validate @NAME@.wasm\n```\n",
         Lang::Go => "# @NAME@\n\nA wasmlet plugin (world `@WORLD@`) in Go.\n\n```sh\ngo test ./...                    # the logic, natively, with the SDK's plugintest\nwasmlet plugin build .           # -> @NAME@.wasm (GOOS=wasip1, then made a component)\nwasmlet plugin validate @NAME@.wasm\n```\n",
         Lang::Python => "# @NAME@\n\nA wasmlet plugin (world `@WORLD@`) in Python.\n\n```sh\nPYTHONPATH=@SDK@ python3 -m unittest   # the logic, natively, with the SDK's testing module\nwasmlet plugin build .           # -> @NAME@.wasm (componentize-py from PyPI)\nwasmlet plugin validate @NAME@.wasm\n```\n",
-        Lang::Js => "# @NAME@\n\nA wasmlet plugin (world `@WORLD@`) in JavaScript.\n\n```sh\nnpm install                      # links the SDK (no download)\nnode --test                      # the logic, natively, with the SDK's testing module\nwasmlet plugin build .           # -> @NAME@.wasm (jco / componentize-js from npm)\nwasmlet plugin validate @NAME@.wasm\n```\n",
+        Lang::Js => "# @NAME@\n\nA wasmlet plugin (world `@WORLD@`) in JavaScript.\n\n```sh\nnpm install                      # installs the SDK (no download)\nnode --test                      # the logic, natively, with the SDK's testing module\nwasmlet plugin build .           # -> @NAME@.wasm (jco / componentize-js from npm)\nwasmlet plugin validate @NAME@.wasm\n```\n",
     }
 }
 

@@ -133,7 +133,8 @@ fn every_template_is_filled_and_opens_as_its_project() {
             lang.as_str()
         );
         for &world in lang.worlds() {
-            let files = scaffold::project_files("my-plugin", world, lang, sdk);
+            let files =
+                scaffold::project_files("my-plugin", world, lang, &sdk.display().to_string(), sdk);
             let dir = project_with(&[]);
             for (name, text) in &files {
                 for placeholder in ["@NAME@", "@TYPE@", "@WORLD@", "@SDK@"] {
@@ -155,4 +156,126 @@ fn every_template_is_filled_and_opens_as_its_project() {
             assert_eq!(project.sdk.as_deref(), Some(sdk));
         }
     }
+}
+
+/// The checkout this crate is built from.
+fn checkout() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn each_sdk_ships_the_contract_and_the_version_wasmlet_names() {
+    let root = checkout();
+    let mut contract: Vec<_> = std::fs::read_dir(root.join("wit"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "wit"))
+        .collect();
+    contract.sort();
+    assert!(contract.len() > 5, "{contract:?}");
+    for copy in [
+        "plugins/sdk-go/wit",
+        "plugins/sdk-js/wit",
+        "plugins/sdk-python/wasmlet_plugin/wit",
+    ] {
+        let copied = std::fs::read_dir(root.join(copy)).unwrap().count();
+        assert_eq!(
+            copied,
+            contract.len(),
+            "{copy} has other files than wit/*.wit: run scripts/sync-sdk-wit.sh"
+        );
+        for file in &contract {
+            let name = file.file_name().unwrap();
+            assert!(
+                std::fs::read(root.join(copy).join(name)).ok() == std::fs::read(file).ok(),
+                "{copy}/{} differs from wit/: run scripts/sync-sdk-wit.sh",
+                name.to_string_lossy()
+            );
+        }
+    }
+    let pyproject =
+        std::fs::read_to_string(root.join("plugins/sdk-python/pyproject.toml")).unwrap();
+    assert!(
+        pyproject.contains(&format!("\nversion = \"{SDK_VERSION}\"\n")),
+        "pyproject.toml's version is not SDK_VERSION {SDK_VERSION}"
+    );
+    let package: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("plugins/sdk-js/package.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(package["version"], SDK_VERSION);
+    // npm pack ships what a project outside the checkout needs.
+    let files = package["files"].as_array().unwrap();
+    for needed in ["src/", "wit/", "build.mjs"] {
+        assert!(files.iter().any(|f| f == needed), "{needed} is not packed");
+    }
+}
+
+#[test]
+fn a_missing_sdk_names_the_one_to_pass() {
+    let nowhere = Path::new("/nowhere");
+    let cases = [
+        (Lang::Python, "needs the Python SDK: pass --sdk PATH to wasmlet_plugin-0.1.0-py3-none-any.whl (build it with `pip wheel plugins/sdk-python`"),
+        (Lang::Js, "needs the JavaScript SDK: pass --sdk PATH to wasmlet-plugin-sdk-0.1.0.tgz (build it with `npm pack ./plugins/sdk-js`"),
+        (Lang::Go, "needs the Go SDK: pass --sdk PATH to the Go module directory of wasmlet.dev/plugin"),
+        (Lang::Rust, "needs the Rust SDK: pass --sdk PATH to the crate directory of wasmlet-plugin-sdk"),
+    ];
+    for (lang, expected) in cases {
+        let error = SdkError::Missing {
+            command: "new",
+            lang,
+            start: nowhere.into(),
+        }
+        .to_string();
+        assert!(
+            error.starts_with(&format!("wasmlet plugin new --lang {} ", lang.as_str()))
+                && error.contains(expected),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn sdk_packages_and_directories_are_told_apart() {
+    let root = checkout();
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = tmp.path().join("wasmlet_plugin-0.1.0-py3-none-any.whl");
+    let tarball = tmp.path().join("wasmlet-plugin-sdk-0.1.0.tgz");
+    let other = tmp.path().join("sdk.zip");
+    for file in [&wheel, &tarball, &other] {
+        std::fs::write(file, b"").unwrap();
+    }
+    use install::SdkSource;
+    assert!(matches!(
+        SdkSource::of(Lang::Python, &wheel),
+        Ok(SdkSource::Wheel(_))
+    ));
+    assert!(matches!(
+        SdkSource::of(Lang::Js, &tarball),
+        Ok(SdkSource::Tarball(_))
+    ));
+    let refused = |lang, path: &Path| SdkSource::of(lang, path).unwrap_err().to_string();
+    assert!(refused(Lang::Js, &wheel).contains("the Python SDK's package"));
+    assert!(refused(Lang::Go, &tarball).contains("the JavaScript SDK's package"));
+    assert!(refused(Lang::Python, &other).contains("neither an SDK directory nor an SDK package"));
+    assert!(refused(Lang::Python, &tmp.path().join("gone.whl")).contains("no such file"));
+
+    // A checkout's SDK directories, each with its contract; another language's is refused.
+    for lang in [Lang::Go, Lang::Python, Lang::Js] {
+        let dir = root.join("plugins").join(lang.sdk_dir_name());
+        let Ok(SdkSource::Dir(found)) = SdkSource::of(lang, &dir) else {
+            panic!("{} is not the {} SDK", dir.display(), lang.as_str());
+        };
+        let tree = sdk::SdkTree::find(lang, Some(&found), &found, "build").unwrap();
+        assert!(tree.wit().join("worlds.wit").is_file());
+    }
+    let error = refused(Lang::Go, &root.join("plugins/sdk-js"));
+    assert!(error.contains("no go.mod there"), "{error}");
+
+    // An SDK without its contract is named as such.
+    let bare = tmp.path().join("sdk-go");
+    std::fs::create_dir(&bare).unwrap();
+    std::fs::write(bare.join("go.mod"), "module wasmlet.dev/plugin\n").unwrap();
+    let error = refused(Lang::Go, &bare);
+    assert!(error.contains("no wit/worlds.wit there"), "{error}");
 }

@@ -50,8 +50,11 @@ pub(crate) enum PluginCommand {
         /// Where to create it (default: the current directory).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
-        /// The language's SDK (plugins/sdk, sdk-go, sdk-python or sdk-js; default: found in
-        /// the wasmlet checkout above here or above the wasmlet binary).
+        /// The language's SDK: a directory (plugins/sdk, sdk-go, sdk-python or sdk-js, or a
+        /// copy), or a package installed into the project: the Python wheel
+        /// (`pip wheel plugins/sdk-python`) or the JavaScript tarball (`npm pack
+        /// ./plugins/sdk-js`). Default: the SDK of the wasmlet checkout above here or above
+        /// the wasmlet binary.
         #[arg(long)]
         sdk: Option<PathBuf>,
     },
@@ -69,7 +72,8 @@ pub(crate) enum PluginCommand {
         /// The component to write (default: DIR/<name>.wasm).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// The language's SDK, for a project without a wasmlet-plugin.yaml outside a checkout.
+        /// The language's SDK directory, for a project without a wasmlet-plugin.yaml outside a
+        /// checkout.
         #[arg(long)]
         sdk: Option<PathBuf>,
         /// Where componentize-py, jco and the Go componentizer are installed (default:
