@@ -234,3 +234,90 @@ spec:
         .starts_with("kube-api-access-")));
     assert_never_forbidden(&node);
 }
+
+/// Whether the API server authenticates `token` as a token of pod `namespace/pod`.
+fn token_of_pod(c: &crate::cluster::Cluster, token: &str, namespace: &str, pod: &str) -> bool {
+    let review = serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token},
+    });
+    let out = c.kubectl_stdin(
+        &["create", "-f", "-", "-o", "json"],
+        Some(&review.to_string()),
+    );
+    let Ok(answer) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+        return false;
+    };
+    let status = &answer["status"];
+    status["authenticated"] == true
+        && status["user"]["username"] == format!("system:serviceaccount:{namespace}:default")
+        && status["user"]["extra"]["authentication.kubernetes.io/pod-name"][0] == pod
+}
+
+/// Upstream's token manager: a projected token is replaced once 80 % of its life has passed
+/// (at 480 s of the shortest life the API allows, 600 s), not at every sync, and the new one
+/// is valid and bound to the pod.
+#[test]
+fn a_projected_token_is_refreshed_at_80_percent_of_its_life() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-refresh");
+    let node = c.join(
+        "c-refresh",
+        NodeOptions {
+            extra_kubelet: "syncFrequency: 10s\n".into(),
+            ..NodeOptions::default()
+        },
+    );
+    c.wait_node_ready(&node);
+    c.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: holder, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - name: token
+    projected:
+      sources:
+      - serviceAccountToken: {{path: token, expirationSeconds: 600}}
+  containers:
+  - name: main
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{{name: token, mountPath: /var/run/token}}]
+    command: [sh, -c, 'sleep 3600']
+"#,
+        node = node.name
+    ));
+    let pod = c.wait_pod_phase(&node, &ns, "holder", "Running");
+    let file = node
+        .dir
+        .path()
+        .join("root/pods")
+        .join(pod["metadata"]["uid"].as_str().unwrap_or(""))
+        .join("volumes/kubernetes.io~projected/token/token");
+    let read = || std::fs::read_to_string(&file).unwrap_or_default();
+    let first = read();
+    let issued = std::time::Instant::now();
+    assert!(token_of_pod(c, &first, &ns, "holder"), "the first token");
+    // Synced every 10 s, the pod keeps its token while it is fresh.
+    std::thread::sleep(Duration::from_secs(60));
+    assert_eq!(read(), first, "not replaced at every sync");
+    let second = c.wait_for(
+        &node,
+        "the token to be refreshed before it expires",
+        Duration::from_secs(600 - 60 - 30),
+        || Some(read()).filter(|t| !t.is_empty() && *t != first),
+    );
+    assert!(
+        issued.elapsed() >= Duration::from_secs(400),
+        "refreshed after {:?}, before 80 % of its life",
+        issued.elapsed()
+    );
+    assert!(token_of_pod(c, &second, &ns, "holder"), "the new token");
+    assert_never_forbidden(&node);
+}

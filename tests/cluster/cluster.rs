@@ -174,7 +174,18 @@ impl Cluster {
 
     /// Starts wasmlet as node `name` of this cluster, after removing any Node of that name
     /// a previous run left.
-    pub fn join(&self, name: &str, mut options: NodeOptions) -> Node {
+    pub fn join(&self, name: &str, options: NodeOptions) -> Node {
+        self.join_with(name, options, |kubeconfig| kubeconfig)
+    }
+
+    /// [`Self::join`] with the node's kubeconfig rewritten by `rewrite` (its text in, its
+    /// text out): a test that puts something between the node and the API server.
+    pub fn join_with(
+        &self,
+        name: &str,
+        mut options: NodeOptions,
+        rewrite: impl FnOnce(String) -> String,
+    ) -> Node {
         let _ = self.kubectl(&["delete", "node", name, "--wait=true"]);
         // Pods an earlier run bound to this node name would otherwise run again.
         let _ = self.kubectl(&[
@@ -187,6 +198,15 @@ impl Cluster {
             "--grace-period=0",
         ]);
         let kubeconfig = self.node_kubeconfig(name);
+        let text = std::fs::read_to_string(&kubeconfig).expect("read the node kubeconfig");
+        let rewritten = rewrite(text.clone());
+        let kubeconfig = if rewritten == text {
+            kubeconfig
+        } else {
+            let path = kubeconfig.with_extension("rewritten.kubeconfig");
+            std::fs::write(&path, rewritten).expect("write the rewritten kubeconfig");
+            path
+        };
         options.extra_args.push("--kubeconfig".into());
         options.extra_args.push(kubeconfig.display().to_string());
         if !options.extra_kubelet.contains("nodeStatusUpdateFrequency") {

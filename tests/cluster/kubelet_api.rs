@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// The lines `reader` produces, read on a thread of their own so a test can wait for one with
 /// a timeout instead of blocking on a stream that may never deliver.
-fn lines_of(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+pub fn lines_of(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(reader).lines() {
@@ -26,7 +26,7 @@ fn lines_of(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 }
 
 /// Waits up to `timeout` for a line of `lines` containing `needle`; returns the lines seen.
-fn wait_line(lines: &mpsc::Receiver<String>, needle: &str, timeout: Duration) -> Vec<String> {
+pub fn wait_line(lines: &mpsc::Receiver<String>, needle: &str, timeout: Duration) -> Vec<String> {
     let deadline = std::time::Instant::now() + timeout;
     let mut seen = Vec::new();
     while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {

@@ -194,3 +194,73 @@ spec:
     assert!(node.containers_named(Some("stubborn")).is_empty());
     assert_never_forbidden(&node);
 }
+
+#[test]
+fn a_sidecar_starts_before_and_stops_after_the_container_it_serves() {
+    let _up = shared();
+    let c = cluster();
+    let ns = c.namespace("t-sidecar");
+    let node = c.join("c-sidecar", NodeOptions::default());
+    c.wait_node_ready(&node);
+    let marker = node.dir.path().join("order");
+    std::fs::create_dir_all(&marker).expect("marker dir");
+    // Each container records its start and, on SIGTERM, its stop; the app takes 2 s to stop,
+    // so a sidecar stopped beside it (not after it) would record its stop first.
+    c.apply(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: served, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 20
+  volumes: [{{name: marker, hostPath: {{path: {marker}}}}}]
+  initContainers:
+  - name: proxy
+    restartPolicy: Always
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{{name: marker, mountPath: /marker}}]
+    command: [sh, -c, "trap 'echo proxy-stop >> /marker/order; exit 0' TERM; echo proxy-start >> /marker/order; while true; do sleep 1; done"]
+  containers:
+  - name: app
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{{name: marker, mountPath: /marker}}]
+    command: [sh, -c, "trap 'sleep 2; echo app-stop >> /marker/order; exit 0' TERM; echo app-start >> /marker/order; while true; do sleep 1; done"]
+"#,
+        node = node.name,
+        marker = marker.display()
+    ));
+    let pod = c.wait_pod_phase(&node, &ns, "served", "Running");
+    let proxy = &pod["status"]["initContainerStatuses"][0];
+    assert_eq!(proxy["name"], "proxy");
+    let order = || std::fs::read_to_string(marker.join("order")).unwrap_or_default();
+    c.wait_for(&node, "both started", Duration::from_secs(30), || {
+        (order() == "proxy-start\napp-start\n").then_some(())
+    });
+    c.wait_for(
+        &node,
+        "the sidecar running and started in the API",
+        Duration::from_secs(30),
+        || {
+            c.pod(&ns, "served").filter(|p| {
+                let proxy = &p["status"]["initContainerStatuses"][0];
+                proxy["state"]["running"].is_object() && proxy["started"] == true
+            })
+        },
+    );
+    c.kubectl_ok(&["-n", &ns, "delete", "pod", "served", "--wait=false"]);
+    c.wait_for(
+        &node,
+        "the pod to be gone from the API",
+        Duration::from_secs(60),
+        || c.pod(&ns, "served").is_none().then_some(()),
+    );
+    assert_eq!(
+        order(),
+        "proxy-start\napp-start\napp-stop\nproxy-stop\n",
+        "the sidecar stops after the app"
+    );
+    assert_never_forbidden(&node);
+}
