@@ -482,7 +482,7 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
     let Some(sdks) = sdk_components_in("eviction-psi-guard", &["js"]) else {
         return;
     };
-    let config = "  config: {memoryFullAvg10Percent: 20, forSeconds: 3}\n";
+    let config = "  config: {memoryFullAvg10Percent: 20, memorySomeAvg10Percent: 30, forSeconds: 3}\n";
     let rust = registry(&plugin(
         "rust",
         "eviction-policy",
@@ -501,14 +501,19 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
     assert!(js.registry.watches_pressure(), "{:#}", js.registry.report());
     let mut rng = Lcg(31);
     let s = snapshot(&mut rng, 40, policy::Signal::MemoryAvailable);
-    let mut asked = 0;
+    let (mut asked, mut some_asked) = (0, 0);
     for second in 0..60u64 {
         let mut psi = policy::NodePsi {
             read_unix_ms: 1_000_000 + second * 1000,
             ..Default::default()
         };
-        // Pressure comes and goes: over the limit for runs of 0 to 7 seconds.
+        // Pressure comes and goes: over a limit for runs of 0 to 7 seconds, by `full`, by
+        // `some` or by both.
         psi.memory.full.avg10 = if rng.next(8) == 0 { 500 } else { 2500 };
+        psi.memory.some.avg10 = if rng.next(3) == 0 { 3500 } else { 1000 };
+        if rng.next(3) == 0 {
+            psi.memory.full.avg10 = 500;
+        }
         let expected = rust
             .registry
             .watch_pressure(&s, &psi)
@@ -517,7 +522,13 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
         let strip =
             |d: Option<wasmlet_plugin_host::PressureDecision>| d.map(|d| (d.order, d.reason));
         asked += usize::from(expected.is_some());
+        some_asked += usize::from(
+            expected
+                .as_ref()
+                .is_some_and(|d| d.reason.starts_with("memory some")),
+        );
         assert_eq!(strip(got), strip(expected), "second {second}");
     }
     assert!(asked > 3, "the readings must make both ask several times");
+    assert!(some_asked > 0, "the readings must make both ask on `some` at least once");
 }

@@ -1,6 +1,8 @@
 //! Evicts before the node thrashes (world `pressure-eviction-policy`): when node memory
 //! `full avg10` (every non-idle task stalled on memory at once) stays at or over
-//! `memoryFullAvg10Percent` for `forSeconds`, it asks the host to evict the lowest-priority
+//! `memoryFullAvg10Percent` for `forSeconds` (or, when `memorySomeAvg10Percent` is set,
+//! memory `some avg10`, at least one task stalled, stays at or over that), it asks the host to
+//! evict the lowest-priority
 //! pod using the most memory above its request: the shape of systemd-oomd's
 //! `ManagedOOMMemoryPressureLimit` and `ManagedOOMMemoryPressureDurationSec`, with
 //! Kubernetes semantics (the host evicts gracefully, at most one pod per `psiEvictionWindow`,
@@ -9,7 +11,8 @@
 //! Under a threshold it ranks as upstream ([`wasmlet_plugin_sdk::defaults::eviction`]).
 //!
 //! Config (JSON): `{"memoryFullAvg10Percent": 60, "forSeconds": 30}` (systemd-oomd's
-//! defaults).
+//! defaults), and optionally `"memorySomeAvg10Percent"`: on a node whose other tasks keep the
+//! CPUs busy, `full` stays low while one pod stalls, and `some` shows it.
 
 use serde::Deserialize;
 use wasmlet_plugin_sdk::defaults::eviction;
@@ -26,6 +29,9 @@ pub struct Config {
     pub memory_full_avg10_percent: f64,
     /// How long the share must hold before a pod is evicted.
     pub for_seconds: u64,
+    /// The share of time (percent, 0-100) at least one task may stall on memory; no limit
+    /// when absent.
+    pub memory_some_avg10_percent: Option<f64>,
 }
 
 impl Default for Config {
@@ -33,6 +39,7 @@ impl Default for Config {
         Self {
             memory_full_avg10_percent: 60.0,
             for_seconds: 30,
+            memory_some_avg10_percent: None,
         }
     }
 }
@@ -70,11 +77,14 @@ pub fn candidates(pods: &[PodInfo]) -> Vec<u32> {
 impl EvictionPolicy for PsiGuard {
     fn configure(&mut self, text: &str) -> Result<(), String> {
         let config: Config = config::parse(text)?;
-        let limit = config.memory_full_avg10_percent;
-        if !(limit > 0.0 && limit <= 100.0) {
-            return Err(format!(
-                "memoryFullAvg10Percent must be in (0, 100], got {limit}"
-            ));
+        let limits = [
+            ("memoryFullAvg10Percent", Some(config.memory_full_avg10_percent)),
+            ("memorySomeAvg10Percent", config.memory_some_avg10_percent),
+        ];
+        for (field, limit) in limits {
+            if let Some(limit) = limit.filter(|l| !(*l > 0.0 && *l <= 100.0)) {
+                return Err(format!("{field} must be in (0, 100], got {limit}"));
+            }
         }
         self.config = config;
         Ok(())
@@ -126,6 +136,25 @@ impl EvictionPolicy for PsiGuard {
     }
 }
 
+impl PsiGuard {
+    /// The first of `full` and (when configured) `some` at or over its limit: its name, the
+    /// reading and the limit.
+    fn over_limit(&self, psi: &NodePsi) -> Option<(&'static str, f64, f64)> {
+        let full = f64::from(psi.memory.full.avg10) / 100.0;
+        let some = f64::from(psi.memory.some.avg10) / 100.0;
+        [
+            ("full", full, Some(self.config.memory_full_avg10_percent)),
+            ("some", some, self.config.memory_some_avg10_percent),
+        ]
+        .into_iter()
+        .find_map(|(kind, share, limit)| {
+            limit
+                .filter(|limit| share >= *limit)
+                .map(|limit| (kind, share, limit))
+        })
+    }
+}
+
 impl PressureWatch for PsiGuard {
     fn watch(
         &mut self,
@@ -133,11 +162,10 @@ impl PressureWatch for PsiGuard {
         psi: &NodePsi,
         pods: &[PodInfo],
     ) -> Result<Option<EvictNow>, String> {
-        let full = f64::from(psi.memory.full.avg10) / 100.0;
-        if full < self.config.memory_full_avg10_percent {
+        let Some((kind, share, limit)) = self.over_limit(psi) else {
             self.over_since_ms = None;
             return Ok(None);
-        }
+        };
         let since = *self.over_since_ms.get_or_insert(psi.read_unix_ms);
         let held_ms = psi.read_unix_ms.saturating_sub(since);
         if held_ms < self.config.for_seconds * 1000 {
@@ -152,8 +180,7 @@ impl PressureWatch for PsiGuard {
         Ok(Some(EvictNow {
             pods: order,
             reason: format!(
-                "memory full avg10 {full:.2}% at or over {}% for {} s",
-                self.config.memory_full_avg10_percent,
+                "memory {kind} avg10 {share:.2}% at or over {limit}% for {} s",
                 held_ms / 1000
             ),
         }))

@@ -89,3 +89,48 @@ fn config_is_checked_and_self_check_passes() {
     assert_eq!(g.self_check(), Ok(()));
     assert_eq!(guard(r#"{"forSeconds": 0}"#).self_check(), Ok(()));
 }
+
+#[test]
+fn some_triggers_only_when_configured_and_names_itself() {
+    let pods = [pod(0, 0, 100)];
+    let node = NodeInfo::default();
+    let some_only = |ms, percent: u32| {
+        let mut psi = reading(ms, 0);
+        psi.memory.some.avg10 = percent * 100;
+        psi
+    };
+    let mut full_only = guard(r#"{"memoryFullAvg10Percent": 20, "forSeconds": 0}"#);
+    assert_eq!(full_only.watch(&node, &some_only(0, 90), &pods), Ok(None));
+
+    let mut g = guard(
+        r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 5}"#,
+    );
+    assert_eq!(g.watch(&node, &some_only(0, 16), &pods), Ok(None));
+    let asked = g
+        .watch(&node, &some_only(5_000, 18), &pods)
+        .expect("answers")
+        .expect("asks after 5 s of some over 15%");
+    assert_eq!(asked.pods, [0]);
+    assert!(
+        asked.reason == "memory some avg10 18.00% at or over 15% for 5 s",
+        "{}",
+        asked.reason
+    );
+    // Full over its limit names full, whatever some reads.
+    let mut g = guard(
+        r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 0}"#,
+    );
+    let mut both = reading(0, 30);
+    both.memory.some.avg10 = 4000;
+    let asked = g.watch(&node, &both, &pods).expect("answers").expect("asks");
+    assert!(asked.reason.starts_with("memory full avg10 30.00%"), "{}", asked.reason);
+}
+
+#[test]
+fn a_some_limit_outside_0_to_100_is_refused_by_name() {
+    let mut g = PsiGuard::default();
+    let err = g
+        .configure(r#"{"memorySomeAvg10Percent": 0}"#)
+        .expect_err("refused");
+    assert!(err.contains("memorySomeAvg10Percent must be in (0, 100], got 0"), "{err}");
+}

@@ -1,14 +1,16 @@
 // Evicts before the node thrashes (world pressure-eviction-policy): the
 // JavaScript twin of plugins/eviction-psi-guard. When node memory full avg10
-// stays at or over memoryFullAvg10Percent for forSeconds, it asks to evict the
-// lowest-priority pod using the most memory above its request; under a
-// threshold it ranks as upstream.
+// stays at or over memoryFullAvg10Percent for forSeconds (or, when
+// memorySomeAvg10Percent is set, memory some avg10 stays at or over that), it
+// asks to evict the lowest-priority pod using the most memory above its
+// request; under a threshold it ranks as upstream.
 //
-// Config: {"memoryFullAvg10Percent": 60, "forSeconds": 30}
+// Config: {"memoryFullAvg10Percent": 60, "forSeconds": 30}, optionally
+// "memorySomeAvg10Percent".
 
 import { defaultRank, isEvictable, parseConfig } from '../../src/index.js';
 
-const DEFAULTS = { memoryFullAvg10Percent: 60, forSeconds: 30 };
+const DEFAULTS = { memoryFullAvg10Percent: 60, forSeconds: 30, memorySomeAvg10Percent: undefined };
 
 /** Memory above the request, as a Number of bytes (0 within it). */
 const excess = (pod) => Math.max(0, Number(pod.memoryUsageBytes) - Number(pod.memoryRequestBytes));
@@ -30,9 +32,12 @@ export class PsiGuard {
 
   configure(text) {
     const c = parseConfig(text, DEFAULTS);
-    const limit = c.memoryFullAvg10Percent;
-    if (typeof limit !== 'number' || !(limit > 0 && limit <= 100)) {
-      throw new Error(`memoryFullAvg10Percent must be in (0, 100], got ${limit}`);
+    for (const field of ['memoryFullAvg10Percent', 'memorySomeAvg10Percent']) {
+      const limit = c[field];
+      if (field === 'memorySomeAvg10Percent' && (limit === undefined || limit === null)) continue;
+      if (typeof limit !== 'number' || !(limit > 0 && limit <= 100)) {
+        throw new Error(`${field} must be in (0, 100], got ${limit}`);
+      }
     }
     if (!Number.isInteger(c.forSeconds) || c.forSeconds < 0) {
       throw new Error(`forSeconds must be a whole number of seconds, got ${c.forSeconds}`);
@@ -44,12 +49,22 @@ export class PsiGuard {
     return defaultRank(pressure, pods);
   }
 
+  /** The first of full and (when configured) some at or over its limit. */
+  overLimit(psi) {
+    const readings = [
+      ['full', psi.memory.full.avg10 / 100, this.config.memoryFullAvg10Percent],
+      ['some', psi.memory.some.avg10 / 100, this.config.memorySomeAvg10Percent],
+    ];
+    return readings.find(([, share, limit]) => limit !== undefined && limit !== null && share >= limit);
+  }
+
   watch(_node, psi, pods) {
-    const full = psi.memory.full.avg10 / 100;
-    if (full < this.config.memoryFullAvg10Percent) {
+    const over = this.overLimit(psi);
+    if (over === undefined) {
       this.overSinceMs = undefined;
       return undefined;
     }
+    const [kind, share, limit] = over;
     if (this.overSinceMs === undefined) this.overSinceMs = psi.readUnixMs;
     const heldMs = Math.max(0, psi.readUnixMs - this.overSinceMs);
     if (heldMs < this.config.forSeconds * 1000) return undefined;
@@ -58,7 +73,7 @@ export class PsiGuard {
     this.overSinceMs = psi.readUnixMs;
     return {
       pods: order,
-      reason: `memory full avg10 ${full.toFixed(2)}% at or over ${this.config.memoryFullAvg10Percent}% for ${Math.floor(heldMs / 1000)} s`,
+      reason: `memory ${kind} avg10 ${share.toFixed(2)}% at or over ${limit}% for ${Math.floor(heldMs / 1000)} s`,
     };
   }
 }
