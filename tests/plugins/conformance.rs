@@ -482,7 +482,8 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
     let Some(sdks) = sdk_components_in("eviction-psi-guard", &["js"]) else {
         return;
     };
-    let config = "  config: {memoryFullAvg10Percent: 20, memorySomeAvg10Percent: 30, forSeconds: 3}\n";
+    let config =
+        "  config: {memoryFullAvg10Percent: 20, memorySomeAvg10Percent: 30, forSeconds: 3}\n";
     let rust = registry(&plugin(
         "rust",
         "eviction-policy",
@@ -530,5 +531,8 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
         assert_eq!(strip(got), strip(expected), "second {second}");
     }
     assert!(asked > 3, "the readings must make both ask several times");
-    assert!(some_asked > 0, "the readings must make both ask on `some` at least once");
+    assert!(
+        some_asked > 0,
+        "the readings must make both ask on `some` at least once"
+    );
 }

@@ -78,7 +78,10 @@ impl EvictionPolicy for PsiGuard {
     fn configure(&mut self, text: &str) -> Result<(), String> {
         let config: Config = config::parse(text)?;
         let limits = [
-            ("memoryFullAvg10Percent", Some(config.memory_full_avg10_percent)),
+            (
+                "memoryFullAvg10Percent",
+                Some(config.memory_full_avg10_percent),
+            ),
             ("memorySomeAvg10Percent", config.memory_some_avg10_percent),
         ];
         for (field, limit) in limits {

@@ -102,9 +102,8 @@ fn some_triggers_only_when_configured_and_names_itself() {
     let mut full_only = guard(r#"{"memoryFullAvg10Percent": 20, "forSeconds": 0}"#);
     assert_eq!(full_only.watch(&node, &some_only(0, 90), &pods), Ok(None));
 
-    let mut g = guard(
-        r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 5}"#,
-    );
+    let mut g =
+        guard(r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 5}"#);
     assert_eq!(g.watch(&node, &some_only(0, 16), &pods), Ok(None));
     let asked = g
         .watch(&node, &some_only(5_000, 18), &pods)
@@ -117,13 +116,19 @@ fn some_triggers_only_when_configured_and_names_itself() {
         asked.reason
     );
     // Full over its limit names full, whatever some reads.
-    let mut g = guard(
-        r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 0}"#,
-    );
+    let mut g =
+        guard(r#"{"memoryFullAvg10Percent": 20, "memorySomeAvg10Percent": 15, "forSeconds": 0}"#);
     let mut both = reading(0, 30);
     both.memory.some.avg10 = 4000;
-    let asked = g.watch(&node, &both, &pods).expect("answers").expect("asks");
-    assert!(asked.reason.starts_with("memory full avg10 30.00%"), "{}", asked.reason);
+    let asked = g
+        .watch(&node, &both, &pods)
+        .expect("answers")
+        .expect("asks");
+    assert!(
+        asked.reason.starts_with("memory full avg10 30.00%"),
+        "{}",
+        asked.reason
+    );
 }
 
 #[test]
@@ -132,5 +137,8 @@ fn a_some_limit_outside_0_to_100_is_refused_by_name() {
     let err = g
         .configure(r#"{"memorySomeAvg10Percent": 0}"#)
         .expect_err("refused");
-    assert!(err.contains("memorySomeAvg10Percent must be in (0, 100], got 0"), "{err}");
+    assert!(
+        err.contains("memorySomeAvg10Percent must be in (0, 100], got 0"),
+        "{err}"
+    );
 }
