@@ -37,7 +37,8 @@ pub use instance::LoadedPlugin;
 pub use oci::parsers as oci_parsers;
 pub use oci::{OciError, OciReference, ReferenceError};
 pub use project::{
-    build_project, new_plugin, BuildOptions, Built, Lang, Project, SdkError, SDK_VERSION,
+    build_project, new_plugin, BuildOptions, Built, Lang, Project, ProjectError, SdkError,
+    SDK_VERSION,
 };
 pub use records::{
     AdmissionContainer, AdmissionPod, ExecFn, ExecOutput, PodMeta, PodScope, ProbeKind,

@@ -8,16 +8,18 @@
 
 mod build;
 mod componentize;
+mod error;
 mod install;
 mod scaffold;
 mod sdk;
 
 pub use build::{build_project, BuildOptions, Built};
+use error::project_error;
+pub use error::ProjectError;
 pub use scaffold::new_plugin;
 pub use sdk::{SdkError, SDK_VERSION};
 
 use crate::config::{is_dns_label, World};
-use crate::tool::{plugin_error, ToolError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -126,23 +128,23 @@ impl Project {
         dir: &Path,
         lang: Option<Lang>,
         world: Option<World>,
-    ) -> Result<Project, ToolError> {
-        let dir = std::path::absolute(dir).map_err(|e| plugin_error(dir, e.to_string()))?;
+    ) -> Result<Project, ProjectError> {
+        let dir = std::path::absolute(dir).map_err(|e| project_error(dir, e.to_string()))?;
         if !dir.is_dir() {
-            return Err(plugin_error(&dir, "not a directory"));
+            return Err(project_error(&dir, "not a directory"));
         }
         let manifest_path = dir.join(MANIFEST);
         let manifest = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => Some(parse_manifest(&manifest_path, &text)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(plugin_error(&manifest_path, format!("cannot read: {e}"))),
+            Err(e) => return Err(project_error(&manifest_path, format!("cannot read: {e}"))),
         };
         let found_lang = match &manifest {
             Some(m) => Some(m.lang),
             None => detect_lang(&dir),
         };
         let lang = agree(&dir, "--lang", lang, found_lang, Lang::as_str)?.ok_or_else(|| {
-            plugin_error(
+            project_error(
                 &dir,
                 format!("no {MANIFEST}, Cargo.toml, go.mod, app.py or component.js: which language is it? (--lang)"),
             )
@@ -154,7 +156,7 @@ impl Project {
         let world = agree(&dir, "--world", world, found_world, World::as_str)?;
         // A Rust crate's world is in the component it builds, found after the build.
         if world.is_none() && lang != Lang::Rust {
-            return Err(plugin_error(
+            return Err(project_error(
                 &dir,
                 "cannot tell the world: the code imports none of the SDK's world modules (--world)",
             ));
@@ -167,7 +169,7 @@ impl Project {
                 .unwrap_or_default(),
         };
         if !is_dns_label(&name) {
-            return Err(plugin_error(
+            return Err(project_error(
                 &dir,
                 format!("the plugin name {name:?} is not a lowercase DNS label: set `name` in {MANIFEST}"),
             ));
@@ -189,10 +191,10 @@ impl Project {
     }
 }
 
-fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, ToolError> {
+fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, ProjectError> {
     serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text)).map_err(|e| {
         let field = e.path().to_string();
-        plugin_error(path, format!("field `{field}`: {}", e.into_inner()))
+        project_error(path, format!("field `{field}`: {}", e.into_inner()))
     })
 }
 
@@ -203,9 +205,9 @@ fn agree<T: Copy + PartialEq>(
     given: Option<T>,
     found: Option<T>,
     name: fn(T) -> &'static str,
-) -> Result<Option<T>, ToolError> {
+) -> Result<Option<T>, ProjectError> {
     match (given, found) {
-        (Some(g), Some(f)) if g != f => Err(plugin_error(
+        (Some(g), Some(f)) if g != f => Err(project_error(
             dir,
             format!("{flag} {} but the project is {}", name(g), name(f)),
         )),
@@ -227,7 +229,7 @@ fn detect_lang(dir: &Path) -> Option<Lang> {
 }
 
 /// The world a Go, Python or JavaScript project exports, from the SDK module it imports.
-fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ToolError> {
+fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ProjectError> {
     let (file, prefixes): (&str, &[&str]) = match lang {
         Lang::Rust => return Ok(None),
         Lang::Go => ("main.go", &["\"wasmlet.dev/plugin/"]),
@@ -238,7 +240,7 @@ fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ToolError> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(plugin_error(&path, format!("cannot read: {e}"))),
+        Err(e) => return Err(project_error(&path, format!("cannot read: {e}"))),
     };
     let module = |rest: &str| -> Option<World> {
         let word: String = rest

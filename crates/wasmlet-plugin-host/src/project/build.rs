@@ -5,12 +5,12 @@
 //! componentizer's crates from crates.io. The result is checked against the world before
 //! it is reported built.
 
+use super::error::{project_error, ProjectError};
 use super::sdk::SdkTree;
-use super::{plugin_error, Lang, Project};
+use super::{Lang, Project};
 use crate::config::World;
 use crate::engine::PluginEngine;
 use crate::instance::detect_world;
-use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -47,10 +47,10 @@ pub struct Built {
 }
 
 /// Builds the project in `dir` into one component and checks it implements its world.
-pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ToolError> {
+pub fn build_project(dir: &Path, options: &BuildOptions) -> Result<Built, ProjectError> {
     let mut project = Project::open(dir, options.lang, options.world)?;
     let out = match &options.out {
-        Some(out) => std::path::absolute(out).map_err(|e| plugin_error(out, e.to_string()))?,
+        Some(out) => std::path::absolute(out).map_err(|e| project_error(out, e.to_string()))?,
         None => project.dir.join(format!("{}.wasm", project.name)),
     };
     let tools = match &options.tools_dir {
@@ -94,22 +94,22 @@ fn default_tools_dir() -> PathBuf {
 
 /// The component must implement the project's world (or, for a Rust crate whose world is
 /// not declared, any world, which becomes the project's).
-fn check_world(file: &Path, expected: Option<World>) -> Result<World, ToolError> {
-    let engine = PluginEngine::new(None).map_err(|e| plugin_error(file, format!("{e:#}")))?;
+fn check_world(file: &Path, expected: Option<World>) -> Result<World, ProjectError> {
+    let engine = PluginEngine::new(None).map_err(|e| project_error(file, format!("{e:#}")))?;
     let (component, _) = engine
         .load_file(file)
-        .map_err(|e| plugin_error(file, e.to_string()))?;
+        .map_err(|e| project_error(file, e.to_string()))?;
     match (expected, detect_world(&component)) {
         (Some(world), Some(found)) if world == found => Ok(world),
         (None, Some(found)) => Ok(found),
-        (Some(world), _) => Err(plugin_error(
+        (Some(world), _) => Err(project_error(
             file,
             format!(
                 "the built component does not implement world {}",
                 world.as_str()
             ),
         )),
-        (None, None) => Err(plugin_error(
+        (None, None) => Err(project_error(
             file,
             "the built component implements none of the worlds of wasmlet:plugin@0.1.2",
         )),
@@ -123,15 +123,15 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn world(&self) -> Result<World, ToolError> {
+    fn world(&self) -> Result<World, ProjectError> {
         self.project
             .world
-            .ok_or_else(|| plugin_error(&self.project.dir, "cannot tell the world (--world)"))
+            .ok_or_else(|| project_error(&self.project.dir, "cannot tell the world (--world)"))
     }
 
     /// cargo for `wasm32-wasip2`; the artifact is found in cargo's JSON messages, so
     /// `CARGO_TARGET_DIR` and workspaces are honoured.
-    fn rust(&self) -> Result<(), ToolError> {
+    fn rust(&self) -> Result<(), ProjectError> {
         let manifest = self.project.dir.join("Cargo.toml");
         let output = run(
             Command::new("cargo")
@@ -162,7 +162,7 @@ impl Builder<'_> {
             })
             .find(|file| file.extension().is_some_and(|e| e == "wasm"));
         let artifact = artifact.ok_or_else(|| {
-            plugin_error(
+            project_error(
                 &manifest,
                 "cargo built no .wasm: the crate needs `crate-type = [\"cdylib\"]` in [lib]",
             )
@@ -173,7 +173,7 @@ impl Builder<'_> {
     /// Go's `wasip1` port (`-buildmode=c-shared`, the `go:wasmexport` functions), then
     /// the componentizer (`plugins/componentize`, carried by this binary) embeds the world and
     /// wraps the module with the WASI preview1 reactor adapter.
-    fn go(&self, tree: &SdkTree) -> Result<(), ToolError> {
+    fn go(&self, tree: &SdkTree) -> Result<(), ProjectError> {
         let world = self.world()?;
         let core = self.out.with_extension("core.wasm");
         run(
@@ -208,7 +208,7 @@ impl Builder<'_> {
     }
 
     /// Builds (or finds fresh) `wasmlet-componentize` from the sources this binary carries.
-    fn componentizer(&self) -> Result<PathBuf, ToolError> {
+    fn componentizer(&self) -> Result<PathBuf, ProjectError> {
         let manifest = super::componentize::write_crate(self.tools)?;
         let target_dir = std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
@@ -226,7 +226,7 @@ impl Builder<'_> {
     }
 
     /// componentize-py with the SDK and the project on its path; `app.py` is the module.
-    fn python(&self, tree: &SdkTree) -> Result<(), ToolError> {
+    fn python(&self, tree: &SdkTree) -> Result<(), ProjectError> {
         let world = self.world()?;
         let venv = self
             .tools
@@ -264,7 +264,7 @@ impl Builder<'_> {
 
     /// A project with a package.json and no node_modules gets its dependencies (the SDK,
     /// linked from a directory or unpacked from its tarball) installed.
-    fn npm_install(&self) -> Result<(), ToolError> {
+    fn npm_install(&self) -> Result<(), ProjectError> {
         let dir = &self.project.dir;
         if !dir.join("package.json").is_file() || dir.join("node_modules").is_dir() {
             return Ok(());
@@ -280,20 +280,20 @@ impl Builder<'_> {
     }
 
     /// jco's componentize (bundled, WASI features off) through the SDK's `build.mjs`.
-    fn js(&self, tree: &SdkTree) -> Result<(), ToolError> {
+    fn js(&self, tree: &SdkTree) -> Result<(), ProjectError> {
         let world = self.world()?;
         let tools = self.tools.join(format!("jco-{JCO_VERSION}"));
         if !tools
             .join("node_modules/@bytecodealliance/jco/package.json")
             .is_file()
         {
-            std::fs::create_dir_all(&tools).map_err(|e| plugin_error(&tools, e.to_string()))?;
+            std::fs::create_dir_all(&tools).map_err(|e| project_error(&tools, e.to_string()))?;
             let package = tools.join("package.json");
             std::fs::write(
                 &package,
                 "{\"name\":\"wasmlet-plugin-tools\",\"private\":true}\n",
             )
-            .map_err(|e| plugin_error(&package, e.to_string()))?;
+            .map_err(|e| project_error(&package, e.to_string()))?;
             run(
                 Command::new("npm")
                     .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
@@ -323,16 +323,16 @@ impl Builder<'_> {
     }
 }
 
-fn copy(from: &Path, to: &Path) -> Result<(), ToolError> {
+fn copy(from: &Path, to: &Path) -> Result<(), ProjectError> {
     std::fs::copy(from, to)
         .map(drop)
-        .map_err(|e| plugin_error(to, format!("cannot copy {}: {e}", from.display())))
+        .map_err(|e| project_error(to, format!("cannot copy {}: {e}", from.display())))
 }
 
 /// Runs a build step; its stdout on success, its output's tail in the error otherwise.
-fn run(command: &mut Command, what: &str, dir: &Path) -> Result<Vec<u8>, ToolError> {
+fn run(command: &mut Command, what: &str, dir: &Path) -> Result<Vec<u8>, ProjectError> {
     let output = command.output().map_err(|e| {
-        plugin_error(
+        project_error(
             dir,
             format!("{what}: cannot run {:?}: {e}", command.get_program()),
         )
@@ -344,7 +344,7 @@ fn run(command: &mut Command, what: &str, dir: &Path) -> Result<Vec<u8>, ToolErr
         + &String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(30)..].join("\n");
-    Err(plugin_error(
+    Err(project_error(
         dir,
         format!("{what} failed ({}):\n{tail}", output.status),
     ))

@@ -4,8 +4,7 @@
 //! crates.io, so a Go project builds without a wasmlet checkout. The crate's build script
 //! (`build.rs`) embeds the files.
 
-use super::plugin_error;
-use crate::tool::ToolError;
+use super::error::{project_error, ProjectError};
 use std::path::{Path, PathBuf};
 
 include!(concat!(env!("OUT_DIR"), "/componentize_sources.rs"));
@@ -13,10 +12,10 @@ include!(concat!(env!("OUT_DIR"), "/componentize_sources.rs"));
 /// Writes the componentizer's crate into `tools/componentize-src` and returns its
 /// `Cargo.toml`. A file is written only when its contents differ, so an unchanged crate is
 /// not rebuilt; each write is a rename, so two builds at once never read half a file.
-pub(super) fn write_crate(tools: &Path) -> Result<PathBuf, ToolError> {
+pub(super) fn write_crate(tools: &Path) -> Result<PathBuf, ProjectError> {
     let dir = tools.join("componentize-src");
     if SOURCES.is_empty() {
-        return Err(plugin_error(
+        return Err(project_error(
             &dir,
             "this wasmlet was built without the Go componentizer's sources (plugins/componentize): build wasmlet from a checkout",
         ));
@@ -27,12 +26,12 @@ pub(super) fn write_crate(tools: &Path) -> Result<PathBuf, ToolError> {
             continue;
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| plugin_error(parent, e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| project_error(parent, e.to_string()))?;
         }
         let partial = path.with_extension(format!("partial-{}", std::process::id()));
         std::fs::write(&partial, text)
             .and_then(|()| std::fs::rename(&partial, &path))
-            .map_err(|e| plugin_error(&path, e.to_string()))?;
+            .map_err(|e| project_error(&path, e.to_string()))?;
     }
     Ok(dir.join("Cargo.toml"))
 }

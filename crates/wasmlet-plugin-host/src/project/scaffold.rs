@@ -3,11 +3,11 @@
 //! JavaScript sources are files under `scaffold/<lang>/`, with `@NAME@` (and `@SDK@`)
 //! replaced when written.
 
+use super::error::{project_error, ProjectError};
 use super::install::SdkSource;
 use super::sdk::SdkTree;
-use super::{plugin_error, Lang, Manifest, MANIFEST};
+use super::{Lang, Manifest, MANIFEST};
 use crate::config::{is_dns_label, World};
-use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
 
 /// Writes a ready-to-build plugin project `name` for `world` in `lang` into `dir/name`.
@@ -21,9 +21,10 @@ pub fn new_plugin(
     lang: Lang,
     dir: &Path,
     sdk: Option<&Path>,
-) -> Result<PathBuf, ToolError> {
-    let root = std::path::absolute(dir.join(name)).map_err(|e| plugin_error(dir, e.to_string()))?;
-    let fail = |message: String| plugin_error(&root, message);
+) -> Result<PathBuf, ProjectError> {
+    let root =
+        std::path::absolute(dir.join(name)).map_err(|e| project_error(dir, e.to_string()))?;
+    let fail = |message: String| project_error(&root, message);
     if !is_dns_label(name) {
         return Err(fail(
             "the name must be a lowercase DNS label, e.g. my-eviction-policy".into(),
@@ -51,7 +52,7 @@ pub fn new_plugin(
     let (reference, manifest_sdk) = source.reference();
     let files = project_files(name, world, lang, &reference, &manifest_sdk);
     let written = write_files(&root, files)
-        .and_then(|()| source.install(lang, &root).map_err(ToolError::from));
+        .and_then(|()| source.install(lang, &root).map_err(ProjectError::from));
     if let Err(error) = written {
         // Nothing half-made: the same command works once the cause is fixed.
         let _ = std::fs::remove_dir_all(&root);
@@ -60,13 +61,13 @@ pub fn new_plugin(
     Ok(root)
 }
 
-fn write_files(root: &Path, files: Vec<(&'static str, String)>) -> Result<(), ToolError> {
+fn write_files(root: &Path, files: Vec<(&'static str, String)>) -> Result<(), ProjectError> {
     for (file, text) in files {
         let path = root.join(file);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| plugin_error(parent, e.to_string()))?;
+            std::fs::create_dir_all(parent).map_err(|e| project_error(parent, e.to_string()))?;
         }
-        std::fs::write(&path, text).map_err(|e| plugin_error(&path, e.to_string()))?;
+        std::fs::write(&path, text).map_err(|e| project_error(&path, e.to_string()))?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ fn project_with(files: &[(&str, &str)]) -> TestProject {
     TestProject { _tmp: tmp, path }
 }
 
-fn message(error: ToolError) -> String {
+fn message(error: ProjectError) -> String {
     error.to_string()
 }
 
