@@ -47,9 +47,6 @@ pub enum ToolError {
     /// The registry could not be reached, or refused.
     #[error(transparent)]
     Oci(#[from] crate::oci::OciError),
-    /// `plugin new` or `plugin build` failed: the project, its SDK or its build.
-    #[error(transparent)]
-    Project(#[from] crate::project::ProjectError),
     /// `plugin validate` refused a component that compiled: the report so far (world, digest,
     /// size, the WASI it imports and what it was given) is worth printing beside the reason,
     /// since a grant the component needs and did not get shows there.

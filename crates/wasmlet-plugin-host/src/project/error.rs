@@ -1,5 +1,5 @@
 //! Why `plugin new` or `plugin build` failed: the project's own error, so the project code
-//! needs nothing from the other tools (`tool::ToolError` wraps it).
+//! needs nothing from the other plugin tools (`tool`).
 
 use super::sdk::SdkError;
 use std::path::{Path, PathBuf};
