@@ -224,7 +224,7 @@ def plot(results):
         "set title 'Node memory PSI (some avg10) under a page-cache thrash, wasmlet with and without eviction-psi-guard'",
         "set xlabel 'seconds since both pods ran'",
         "set ylabel 'memory some avg10 (%)'",
-        "set key top left",
+        "set key right center",
         "set grid",
         "set yrange [0:*]",
         *marks,
