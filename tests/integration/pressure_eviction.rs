@@ -157,3 +157,82 @@ fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
         "a request inside the window is logged"
     );
 }
+
+/// Node memory `some avg10` from the kernel's `/proc/pressure/memory`, in percent.
+fn node_memory_some_avg10() -> f64 {
+    let text = std::fs::read_to_string("/proc/pressure/memory").unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with("some "))
+        .and_then(|l| l.split_whitespace().find_map(|f| f.strip_prefix("avg10=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The kernel's own reading, not a fed one: a Burstable pod rewrites a file twice its memory
+/// limit (reclaim in its cgroup waits on writeback, which the kernel counts as memory stall),
+/// beside a Guaranteed pod. psi-guard evicts the thrasher on the node's real PSI, records the
+/// reading behind it, keeps the Guaranteed pod, and the stall falls once the thrasher is gone.
+/// (A BestEffort pod has no limit to thrash against on a node of this size.)
+#[test]
+fn a_real_page_cache_thrash_is_evicted_on_the_kernels_memory_stall_and_the_stall_falls() {
+    const SOME_PERCENT: f64 = 5.0;
+    let dir = tempfile::tempdir().unwrap();
+    let guard_entry = format!(
+        "- name: eviction\n  world: eviction-policy\n  path: {}\n  config:\n    memoryFullAvg10Percent: 60\n    memorySomeAvg10Percent: {SOME_PERCENT}\n    forSeconds: 5\n",
+        built_plugin("eviction_psi_guard").display()
+    );
+    let config = write_plugin_config(dir.path(), &guard_entry);
+    let node = Node::start_with(
+        "t-psi-real",
+        NodeOptions {
+            extra_wasmlet: format!(
+                "evictStaticPods: true\nevictionMonitoringPeriod: 1s\npsiEvictionWindow: 1h\n\
+                 pluginConfig: {}\n",
+                config.display()
+            ),
+            ..Default::default()
+        },
+    );
+    let guaranteed = "{requests: {cpu: 50m, memory: 96Mi}, limits: {cpu: 50m, memory: 96Mi}}";
+    node.write_manifest("guaranteed.yaml", &pod("guaranteed", 0, guaranteed, 48));
+    node.wait_phase("guaranteed", "Running", Duration::from_secs(60));
+    node.write_manifest(
+        "thrasher.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: thrasher\nspec:\n\
+         \x20 terminationGracePeriodSeconds: 1\n  volumes:\n  - name: data\n    emptyDir: {}\n\
+         \x20 containers:\n  - name: main\n    image: docker.io/library/busybox:local\n\
+         \x20   command: [sh, -c, \"while :; do dd if=/dev/zero of=/data/big bs=1M count=128 2>/dev/null; cat /data/big >/dev/null; done\"]\n\
+         \x20   resources: {requests: {memory: 4Mi}, limits: {memory: 64Mi}}\n\
+         \x20   volumeMounts:\n    - name: data\n      mountPath: /data\n",
+    );
+
+    let decision = node.wait_for("an eviction on real PSI", Duration::from_secs(120), |n| {
+        psi_decisions(n)
+            .into_iter()
+            .find(|d| d["evicted"].is_string())
+    });
+    assert_eq!(decision["evicted"], "thrasher-t-psi-real", "{decision}");
+    let reading = decision["psi"]["memorySome"][0].as_f64().unwrap_or(0.0);
+    assert!(
+        reading >= SOME_PERCENT,
+        "the decision's reading is the kernel's, over the limit: {decision}"
+    );
+    assert!(
+        decision["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("memory some avg10")),
+        "{decision}"
+    );
+    let evicted = node.wait_phase("thrasher", "Failed", Duration::from_secs(30));
+    assert_eq!(evicted["status"]["reason"], "Evicted", "{evicted}");
+    assert_eq!(condition(&evicted, "DisruptionTarget"), "True", "{evicted}");
+    let kept = node.pod("guaranteed").expect("pod listed");
+    assert_eq!(kept["status"]["phase"], "Running", "{kept}");
+
+    // The stall the thrasher caused decays once it is gone (avg10 is a 10 s moving average).
+    node.wait_for(
+        "node memory some avg10 under the limit again",
+        Duration::from_secs(120),
+        |_| (node_memory_some_avg10() < SOME_PERCENT).then_some(()),
+    );
+}
