@@ -25,7 +25,31 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The raw CRI sequence for one pod, with the configs wasmlet itself would send.
+/// The two files the node writes for every container and bind-mounts into it (the pod's
+/// `/etc/hosts` and the termination message file), written under `dir` before the clock
+/// starts: the raw side makes runc do the same mounts, and wasmlet's writing them is its own.
+fn node_written_files(dir: &Path) -> Vec<wasmlet::cri::api::Mount> {
+    std::fs::create_dir_all(dir).expect("raw pod directory");
+    let hosts = dir.join("etc-hosts");
+    std::fs::write(&hosts, "127.0.0.1\tlocalhost\n::1\tlocalhost\n").expect("hosts file");
+    let message = dir.join("termination-log");
+    std::fs::write(&message, "").expect("termination message file");
+    vec![
+        wasmlet::cri::api::Mount {
+            container_path: "/etc/hosts".into(),
+            host_path: hosts.display().to_string(),
+            selinux_relabel: true,
+            ..Default::default()
+        },
+        wasmlet::cri::api::Mount {
+            container_path: "/dev/termination-log".into(),
+            host_path: message.display().to_string(),
+            ..Default::default()
+        },
+    ]
+}
+
+/// The raw CRI sequence for one pod, with the configs and mounts wasmlet itself would send.
 pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (Duration, String) {
     let text = busybox_pod(name, "", "exec sleep 3600");
     let pod =
@@ -33,6 +57,7 @@ pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (
     let sandbox_config = pod_config::sandbox_config(&pod, node, 0).expect("sandbox config");
     let container = &pod.spec.as_ref().unwrap().containers[0];
     std::fs::create_dir_all(&sandbox_config.log_directory).ok();
+    let own_files = node_written_files(&node.root_dir.join(name));
     let started = Instant::now();
     let sandbox = cri
         .run_pod_sandbox(sandbox_config.clone())
@@ -41,7 +66,7 @@ pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (
     let facts = wasmlet::fieldpath::PodFacts::default();
     let envs = wasmlet::kuberuntime::env::environment(&pod, container, &facts, &Default::default())
         .expect("environment");
-    let config = pod_config::container_config(&pod, container, 0, envs, node, Vec::new())
+    let config = pod_config::container_config(&pod, container, 0, envs, node, own_files)
         .expect("container config");
     let id = cri
         .create_container(&sandbox, config, sandbox_config)
