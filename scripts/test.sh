@@ -33,9 +33,15 @@ step_table() {
   printf '%-8s %s\n' "$SECONDS" total >&2
 }
 CLUSTER_STARTED=""
+CLUSTER_TEST_PID=""
 # shellcheck disable=SC2317 # the EXIT trap
 on_exit() {
   local rc=$?
+  if [ -n "$CLUSTER_TEST_PID" ]; then
+    pkill -TERM -P "$CLUSTER_TEST_PID" 2>/dev/null || true
+    kill "$CLUSTER_TEST_PID" 2>/dev/null || true
+    wait "$CLUSTER_TEST_PID" 2>/dev/null || true
+  fi
   if [ -n "$CLUSTER_STARTED" ]; then
     scripts/control-plane.sh stop "$CLUSTER_STARTED" >/dev/null 2>&1 || true
   fi
@@ -163,5 +169,29 @@ export WASMLET_COSIGN
 step "cargo test (unit + integration, real containerd, real control plane)"
 # The disk's fill level, for reading a failure: test nodes ignore it (tests/integration/harness.rs).
 df -h / /var/lib/containerd >&2 || true
+# Built once, then run as two concurrent groups: the cluster binary, whose longest test waits
+# out most of a projected token's 10-minute minimum life (~8 min, mostly idle), beside every
+# other binary of the workspace, so its wait overlaps theirs instead of adding to it.
 # --no-fail-fast: one run reports every failing test binary, and still exits non-zero.
-cargo test --release --workspace --no-fail-fast
+cargo test --release --workspace --no-run
+CLUSTER_TEST_LOG=target/cluster-tests.log
+cargo test --release -p wasmlet --test cluster --no-fail-fast >"$CLUSTER_TEST_LOG" 2>&1 &
+CLUSTER_TEST_PID=$!
+# Every test target of the host crate except the cluster one, read from its manifest so a new
+# [[test]] is never left out.
+mapfile -t HOST_TESTS < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    if package["name"] == "wasmlet":
+        for target in package["targets"]:
+            if "test" in target["kind"] and target["name"] != "cluster":
+                print("--test=" + target["name"])')
+rc=0
+cargo test --release --workspace --exclude wasmlet --no-fail-fast || rc=1
+cargo test --release -p wasmlet --lib --bins --examples "${HOST_TESTS[@]}" --no-fail-fast || rc=1
+cargo test --release -p wasmlet --doc --no-fail-fast || rc=1
+wait "$CLUSTER_TEST_PID" || rc=1
+CLUSTER_TEST_PID=""
+printf '\n=== the cluster tests (run beside the others; %s)\n' "$CLUSTER_TEST_LOG" >&2
+cat "$CLUSTER_TEST_LOG" >&2
+exit "$rc"
