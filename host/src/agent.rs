@@ -183,7 +183,8 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         probe_metrics: prober.metrics.clone(),
     };
     // The connection is lazy: nothing waits for the runtime here.
-    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?;
+    let cri = CriClient::connect(kubelet.runtime_socket(), kubelet.runtime_request_timeout)?
+        .with_start_limit(config.wasmlet.max_parallel_runtime_starts);
     let stats = server::stats::StatsState::new(
         cri.clone(),
         config.node_name.clone(),

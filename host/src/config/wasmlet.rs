@@ -23,6 +23,7 @@ pub const KNOWN_FIELDS: &[&str] = &[
     "cadvisorHousekeepingPeriod",
     "psiEvictionWindow",
     "nodePressurePath",
+    "maxParallelRuntimeStarts",
 ];
 
 /// wasmlet's own settings, the second document of the config file.
@@ -73,6 +74,11 @@ pub struct WasmletConfiguration {
     /// `/proc/pressure` (`cpu`, `memory`, `io`): another path where wasmlet runs with a
     /// `/proc` of its own and the host's is mounted elsewhere.
     pub node_pressure_path: std::path::PathBuf,
+    /// At most this many RunPodSandbox, CreateContainer and StartContainer calls in flight at
+    /// once (0: no bound). containerd serialises much of that work, and a burst of starts
+    /// (110 static pods at boot) finishes sooner a few at a time; image pulls are not bounded
+    /// by it (upstream's `maxParallelImagePulls` is their knob).
+    pub max_parallel_runtime_starts: usize,
 }
 
 /// An exponential back-off: `initialPeriod`, doubled per failure up to `maxPeriod`, forgotten
@@ -117,6 +123,7 @@ impl Default for WasmletConfiguration {
             cadvisor_housekeeping_period: Duration::from_secs(10),
             psi_eviction_window: Duration::from_secs(300),
             node_pressure_path: crate::stats::psi::NODE_PRESSURE_DIR.into(),
+            max_parallel_runtime_starts: 8,
         }
     }
 }

@@ -7,84 +7,10 @@ use super::api::runtime_service_client::RuntimeServiceClient;
 use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tonic::transport::{Channel, Endpoint, Uri};
-
-/// A failed CRI call.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum CriError {
-    /// The runtime answered with a gRPC error; callers branch on `code` (e.g. NotFound).
-    #[error("CRI {rpc} failed: {code:?}: {message}")]
-    Rpc {
-        /// The RPC's CRI name (`RunPodSandbox`), so a log line says which call failed.
-        rpc: &'static str,
-        /// The gRPC status code, which callers branch on.
-        code: tonic::Code,
-        /// The runtime's own explanation.
-        message: String,
-    },
-    /// The runtime did not answer within the call's deadline.
-    #[error("CRI {rpc} timed out after {after:?}")]
-    Timeout {
-        /// The RPC's CRI name.
-        rpc: &'static str,
-        /// The deadline that passed.
-        after: Duration,
-    },
-    /// No gRPC channel could be set up for the socket.
-    #[error("CRI endpoint {endpoint}: {message}")]
-    Endpoint {
-        /// The socket path as configured.
-        endpoint: String,
-        /// What was wrong with it.
-        message: String,
-    },
-}
-
-impl CriError {
-    /// The gRPC code's name as Go prints it (`Unknown`, `DeadlineExceeded`), for upstream's
-    /// `code` label; a missed deadline is `DeadlineExceeded`, a bad endpoint `Unavailable`.
-    pub fn code_name(&self) -> String {
-        match self {
-            CriError::Rpc { code, .. } => format!("{code:?}"),
-            CriError::Timeout { .. } => "DeadlineExceeded".into(),
-            CriError::Endpoint { .. } => "Unavailable".into(),
-        }
-    }
-
-    /// The runtime does not know the object (already removed): callers treat it as done.
-    pub fn is_not_found(&self) -> bool {
-        matches!(
-            self,
-            CriError::Rpc {
-                code: tonic::Code::NotFound,
-                ..
-            }
-        )
-    }
-
-    /// The call (or the command it ran) outlived its deadline.
-    pub fn is_timeout(&self) -> bool {
-        matches!(
-            self,
-            CriError::Rpc {
-                code: tonic::Code::DeadlineExceeded,
-                ..
-            } | CriError::Timeout { .. }
-        )
-    }
-
-    /// The runtime could not be reached at all, as opposed to refusing the request.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            CriError::Rpc {
-                code: tonic::Code::Unavailable,
-                ..
-            } | CriError::Timeout { .. }
-        )
-    }
-}
 
 /// Cheap to clone: clones share one HTTP/2 connection to the runtime.
 #[derive(Clone)]
@@ -93,6 +19,9 @@ pub struct CriClient {
     runtime: RuntimeServiceClient<Channel>,
     images: ImageServiceClient<Channel>,
     timeout: Duration,
+    /// Bounds the runtime's heavy mutations (RunPodSandbox, CreateContainer, StartContainer)
+    /// in flight at once; `None` leaves them unbounded.
+    start_limit: Option<Arc<Semaphore>>,
 }
 
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
@@ -169,7 +98,25 @@ impl CriClient {
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
             images: ImageServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE_BYTES),
             timeout,
+            start_limit: None,
         })
+    }
+
+    /// At most `parallel` sandbox and container starts in flight (0: no bound). containerd
+    /// serialises much of that work (CNI, snapshots, runc), and under a burst of starts a few at
+    /// a time finish sooner than all at once; waiting for a slot is not part of a call's deadline.
+    pub fn with_start_limit(mut self, parallel: usize) -> Self {
+        self.start_limit = (parallel > 0).then(|| Arc::new(Semaphore::new(parallel)));
+        self
+    }
+
+    /// A slot for one start, held until the call answers.
+    async fn start_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        match &self.start_limit {
+            // The semaphore is never closed.
+            Some(limit) => limit.acquire().await.ok(),
+            None => None,
+        }
     }
 
     /// Subscribes to containerd's own event stream (containerd 1.6 has no CRI
@@ -242,6 +189,7 @@ impl CriClient {
             config: Some(config),
             runtime_handler: String::new(),
         };
+        let _slot = self.start_slot().await;
         // Sandbox creation includes CNI setup; give it the longer of the deadlines.
         let response = call!(
             self.runtime.run_pod_sandbox(request),
@@ -304,6 +252,7 @@ impl CriClient {
             config: Some(config),
             sandbox_config: Some(sandbox_config),
         };
+        let _slot = self.start_slot().await;
         Ok(call!(self.runtime.create_container(request), "CreateContainer")?.container_id)
     }
 
@@ -312,6 +261,7 @@ impl CriClient {
         let request = api::StartContainerRequest {
             container_id: id.into(),
         };
+        let _slot = self.start_slot().await;
         call!(self.runtime.start_container(request), "StartContainer").map(drop)
     }
 
@@ -481,4 +431,7 @@ impl CriClient {
     }
 }
 
+mod error;
 mod images;
+
+pub use error::CriError;
