@@ -74,7 +74,10 @@ async fn raw_start_many(
         .await;
     let took = started.elapsed();
     stream::iter(sandboxes)
-        .for_each_concurrent(16, |sandbox| async move { remove_sandbox(cri, &sandbox).await })
+        .for_each_concurrent(
+            16,
+            |sandbox| async move { remove_sandbox(cri, &sandbox).await },
+        )
         .await;
     took
 }
@@ -291,9 +294,10 @@ fn main() {
     let all_running = filled.elapsed();
     node.wait_for("all pods ready", Duration::from_secs(600), |n| {
         (count(n, |p| {
-            p["status"]["conditions"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+            p["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
         }) >= pods)
             .then_some(())
     });
@@ -303,7 +307,10 @@ fn main() {
     std::thread::sleep(window);
     let ticks = cpu_ticks(pid) - before;
     println!("## {pods} pods with an exec readiness probe every 10 s");
-    println!("| all Running | all Ready | steady CPU of wasmlet ({} s) | RSS |", window.as_secs());
+    println!(
+        "| all Running | all Ready | steady CPU of wasmlet ({} s) | RSS |",
+        window.as_secs()
+    );
     println!("|---|---|---|---|");
     println!(
         "| {:.1} s | {:.1} s | {:.2} % of one core | {:.1} MiB |",
@@ -316,7 +323,8 @@ fn main() {
 }
 
 /// A readiness probe that runs `true` in the container every 10 s (upstream's default period).
-const PROBED: &str = "    readinessProbe:\n      exec: {command: ['true']}\n      periodSeconds: 10\n";
+const PROBED: &str =
+    "    readinessProbe:\n      exec: {command: ['true']}\n      periodSeconds: 10\n";
 
 /// Writes `pods` manifests at once; `container_extra` is appended to the container.
 /// Prints how long the writing took and the CPU wasmlet used until all ran.
