@@ -46,6 +46,21 @@ fn psi_decisions(node: &Node) -> Vec<Value> {
         .collect()
 }
 
+/// A node that evicts its static pods, at most one on PSI per hour, with the plugin config at
+/// `config` and `extra` settings of the WasmletConfiguration.
+fn eviction_node(name: &str, config: &Path, extra: &str) -> Node {
+    Node::start_with(
+        name,
+        NodeOptions {
+            extra_wasmlet: format!(
+                "evictStaticPods: true\npsiEvictionWindow: 1h\npluginConfig: {}\n{extra}",
+                config.display()
+            ),
+            ..Default::default()
+        },
+    )
+}
+
 #[test]
 fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
     let dir = tempfile::tempdir().unwrap();
@@ -57,17 +72,13 @@ fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
         built_plugin("eviction_default").display()
     );
     let config = write_plugin_config(dir.path(), &default_entry);
-    let node = Node::start_with(
+    let node = eviction_node(
         "t-psi-evict",
-        NodeOptions {
-            extra_wasmlet: format!(
-                "evictStaticPods: true\nevictionMonitoringPeriod: 500ms\npsiEvictionWindow: 1h\n\
-                 nodePressurePath: {}\npluginConfig: {}\n",
-                pressure.display(),
-                config.display()
-            ),
-            ..Default::default()
-        },
+        &config,
+        &format!(
+            "evictionMonitoringPeriod: 500ms\nnodePressurePath: {}\n",
+            pressure.display()
+        ),
     );
     let guaranteed = "{requests: {cpu: 50m, memory: 96Mi}, limits: {cpu: 50m, memory: 96Mi}}";
     node.write_manifest("guaranteed.yaml", &pod("guaranteed", 0, guaranteed, 48));
@@ -158,16 +169,6 @@ fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
     );
 }
 
-/// Node memory `some avg10` from the kernel's `/proc/pressure/memory`, in percent.
-fn node_memory_some_avg10() -> f64 {
-    let text = std::fs::read_to_string("/proc/pressure/memory").unwrap_or_default();
-    text.lines()
-        .find(|l| l.starts_with("some "))
-        .and_then(|l| l.split_whitespace().find_map(|f| f.strip_prefix("avg10=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
 /// The kernel's own reading, not a fed one: a Burstable pod rewrites a file twice its memory
 /// limit (reclaim in its cgroup waits on writeback, which the kernel counts as memory stall),
 /// beside a Guaranteed pod. psi-guard evicts the thrasher on the node's real PSI, records the
@@ -182,17 +183,7 @@ fn a_real_page_cache_thrash_is_evicted_on_the_kernels_memory_stall_and_the_stall
         built_plugin("eviction_psi_guard").display()
     );
     let config = write_plugin_config(dir.path(), &guard_entry);
-    let node = Node::start_with(
-        "t-psi-real",
-        NodeOptions {
-            extra_wasmlet: format!(
-                "evictStaticPods: true\nevictionMonitoringPeriod: 1s\npsiEvictionWindow: 1h\n\
-                 pluginConfig: {}\n",
-                config.display()
-            ),
-            ..Default::default()
-        },
-    );
+    let node = eviction_node("t-psi-real", &config, "evictionMonitoringPeriod: 1s\n");
     let guaranteed = "{requests: {cpu: 50m, memory: 96Mi}, limits: {cpu: 50m, memory: 96Mi}}";
     node.write_manifest("guaranteed.yaml", &pod("guaranteed", 0, guaranteed, 48));
     node.wait_phase("guaranteed", "Running", Duration::from_secs(60));
@@ -233,6 +224,9 @@ fn a_real_page_cache_thrash_is_evicted_on_the_kernels_memory_stall_and_the_stall
     node.wait_for(
         "node memory some avg10 under the limit again",
         Duration::from_secs(120),
-        |_| (node_memory_some_avg10() < SOME_PERCENT).then_some(()),
+        |_| {
+            let memory = wasmlet::stats::psi::node(wasmlet::stats::psi::Resource::Memory)?;
+            (memory.some.avg10 < SOME_PERCENT).then_some(())
+        },
     );
 }
