@@ -18,12 +18,7 @@
 //! `WASMLET_BENCH_CLUSTER_DIR=/var/lib/wasmlet-bench-cluster cargo bench --bench cluster_start`
 //! (env `BENCH_BOUND`, default 20).
 
-#[path = "../tests/integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
-
-#[path = "support.rs"]
-mod support;
+use wasmlet_test_support::{bench as support, harness};
 
 use futures::{StreamExt, TryStreamExt};
 use harness::{Node, NodeOptions};

@@ -11,9 +11,7 @@
 //!
 //! `cargo bench --bench metrics_scrape` (env `BENCH_PODS`, `BENCH_SCRAPES`).
 
-#[path = "../tests/integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use wasmlet_test_support::harness;
 
 use harness::Node;
 use std::time::{Duration, Instant};

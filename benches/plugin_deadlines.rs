@@ -8,7 +8,7 @@
 //! `sleep 10` as a local process and kills it when the timeout the plugin host hands it runs
 //! out, as the host's CRI client cancels its call.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmlet_plugin_host::{EvictionSnapshot, PluginSpec};
@@ -17,21 +17,10 @@ use wasmlet_plugin_host::{
     ProbeRequest,
 };
 use wasmlet_policy_default as policy;
+use wasmlet_test_support::components::{self, Component};
 
 const DEADLINE_MS: u64 = 50;
 const DEADLINE: Duration = Duration::from_millis(DEADLINE_MS);
-
-fn wasm(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    [
-        "plugins/target/wasm32-wasip2/release",
-        "tests/guests/target/wasm32-wasip2/release",
-    ]
-    .iter()
-    .map(|dir| root.join(dir).join(format!("{name}.wasm")))
-    .find(|p| p.exists())
-    .unwrap_or_else(|| panic!("{name}.wasm is not built: run scripts/build-plugins.sh"))
-}
 
 /// A registry serving one plugin entry (YAML lines after `- name: p`), compiling into `cache`.
 fn registry(cache: &Path, entry: &str) -> Arc<PluginRegistry> {
@@ -58,7 +47,7 @@ fn registry(cache: &Path, entry: &str) -> Arc<PluginRegistry> {
 fn eviction_entry(guest: &str, extra: &str) -> String {
     format!(
         "  world: eviction-policy\n  path: {}\n  limits: {{deadlineMs: {DEADLINE_MS}}}\n{extra}",
-        wasm(guest).display()
+        Component::named(guest).path().display()
     )
 }
 
@@ -199,7 +188,7 @@ fn main() {
     let access = |extra: &str| {
         format!(
             "  world: probe-handler\n  path: {}\n  limits: {{deadlineMs: {DEADLINE_MS}}}\n{extra}",
-            wasm("guest_pod_access").display()
+            components::GUEST_POD_ACCESS.path().display()
         )
     };
     let exec = access("  capabilities:\n    exec: [web]\n");
@@ -229,7 +218,7 @@ fn main() {
 
     // A cold instantiation whose `configure` blocks: validation runs it under the deadline.
     let engine = PluginEngine::new(None).unwrap();
-    let path = wasm("guest_hostile_eviction");
+    let path = components::GUEST_HOSTILE_EVICTION.path();
     let bytes = std::fs::read(&path).unwrap();
     let sha = wasmlet_plugin_host::sha256_hex(&bytes);
     let mut spec = bench_spec(&path);

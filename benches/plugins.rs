@@ -9,18 +9,7 @@ use wasmlet_plugin_host::{
     PodMeta, World,
 };
 use wasmlet_policy_default as policy;
-
-fn wasm(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../../plugins/target/wasm32-wasip2/release/{name}.wasm"
-    ));
-    assert!(
-        path.exists(),
-        "{} is not built: run scripts/build-plugins.sh",
-        path.display()
-    );
-    path
-}
+use wasmlet_test_support::components::{self, Component};
 
 fn snapshot(pods: usize) -> EvictionSnapshot {
     let mut s = EvictionSnapshot {
@@ -56,7 +45,7 @@ fn registry(dir: &Path, name: &str) -> std::sync::Arc<PluginRegistry> {
     let config = dir.join("plugins.yaml");
     std::fs::write(
         &config,
-        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: eviction-policy\n  path: {}\n", wasm(name).display()),
+        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: p\n  world: eviction-policy\n  path: {}\n", Component::named(name).path().display()),
     )
     .unwrap();
     PluginRegistry::new(
@@ -106,7 +95,7 @@ fn calls(c: &mut Criterion) {
 }
 
 fn loading(c: &mut Criterion) {
-    let path = wasm("eviction_default");
+    let path = components::EVICTION_DEFAULT.path();
     let bytes = std::fs::read(&path).unwrap();
     let sha = sha256_hex(&bytes);
     let cold = PluginEngine::new(None).unwrap();
@@ -140,7 +129,7 @@ fn loading(c: &mut Criterion) {
         PluginEngine::new(Some(dir.path().join("cache"))).unwrap(),
         Some(config),
     );
-    let versions = [wasm("eviction_batch_first"), path];
+    let versions = [components::EVICTION_BATCH_FIRST.path(), path];
     for v in &versions {
         std::fs::copy(v, &live).unwrap();
         registry.reload();

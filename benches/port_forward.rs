@@ -11,17 +11,7 @@
 //! `kubectl port-forward` through the API server is in `scripts/bench-vs-kubelet.py`.
 //! `cargo bench --bench port_forward` (env `BENCH_BLOB_MIB`, default 128; `BENCH_ROUNDS`, 5).
 
-#[path = "../tests/integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
-
-#[path = "../tests/integration/secure_port.rs"]
-#[allow(dead_code, unused_imports)]
-mod secure_port;
-
-#[path = "support.rs"]
-#[allow(dead_code)]
-mod support;
+use wasmlet_test_support::{bench as support, harness, secure_port};
 
 use futures::{SinkExt, StreamExt};
 use secure_port::{secure_node, tls_config, TestPki};

@@ -11,15 +11,14 @@
 //! `cargo bench --bench probes` (env `BENCH_RUNS` scales part 1, `BENCH_PODS`,
 //! `BENCH_WINDOW_S`).
 
-#[path = "../tests/integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use wasmlet_test_support::harness;
 
-use harness::{built_plugin, condition, Node};
+use harness::{condition, Node};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmlet::prober::{self, Handler, ProbeConfig, ProbeKind, ProbeTarget};
+use wasmlet_test_support::components;
 
 fn env_count(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -141,7 +140,7 @@ fn per_probe(node: &Node) {
         &plugin_config,
         format!(
             "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n- name: json-health\n  world: probe-handler\n  path: {}\n",
-            built_plugin("probe_json_health").display()
+            components::PROBE_JSON_HEALTH.path().display()
         ),
     )
     .unwrap();

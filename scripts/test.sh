@@ -167,24 +167,27 @@ WASMLET_COSIGN="$(scripts/cosign.sh | tail -1)"
 export WASMLET_COSIGN
 
 step "cargo test (unit + integration, real containerd, real control plane)"
-# The disk's fill level, for reading a failure: test nodes ignore it (tests/integration/harness.rs).
+# The disk's fill level, for reading a failure: test nodes ignore it (crates/wasmlet-test-support/src/harness/node.rs).
 df -h / /var/lib/containerd >&2 || true
 # Built once, then run as two concurrent groups: the cluster binary, whose longest test waits
 # out most of a projected token's 10-minute minimum life (~8 min, mostly idle), beside every
 # other binary of the workspace, so its wait overlaps theirs instead of adding to it.
 # --no-fail-fast: one run reports every failing test binary, and still exits non-zero.
-cargo test --release --workspace --no-run
+# Built per group as run below: the host's tests turn on wasmlet-test-support's `node` feature,
+# which the other crates' tests leave off.
+cargo test --release --workspace --exclude wasmlet --no-run
+cargo test --release -p wasmlet --lib --bins --examples --tests --no-run
 CLUSTER_TEST_LOG=target/cluster-tests.log
 cargo test --release -p wasmlet --test cluster --no-fail-fast >"$CLUSTER_TEST_LOG" 2>&1 &
 CLUSTER_TEST_PID=$!
-# Every test target of the host crate except the cluster one, read from its manifest so a new
-# [[test]] is never left out.
+# Every test target of the host crate except the cluster one and the disruption one (run alone
+# at the end), read from its manifest so a new [[test]] is never left out.
 mapfile -t HOST_TESTS < <(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
 for package in json.load(sys.stdin)["packages"]:
     if package["name"] == "wasmlet":
         for target in package["targets"]:
-            if "test" in target["kind"] and target["name"] != "cluster":
+            if "test" in target["kind"] and target["name"] not in ("cluster", "disruption"):
                 print("--test=" + target["name"])')
 rc=0
 cargo test --release --workspace --exclude wasmlet --no-fail-fast || rc=1
@@ -194,4 +197,6 @@ wait "$CLUSTER_TEST_PID" || rc=1
 CLUSTER_TEST_PID=""
 printf '\n=== the cluster tests (run beside the others; %s)\n' "$CLUSTER_TEST_LOG" >&2
 cat "$CLUSTER_TEST_LOG" >&2
+# Last and alone: these tests kill and restart the shared containerd under every node on it.
+cargo test --release -p wasmlet --test disruption --no-fail-fast || rc=1
 exit "$rc"

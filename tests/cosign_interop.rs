@@ -8,30 +8,13 @@
 
 use sha2::Digest as _;
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-#[allow(dead_code)] // the TLS and login variants are for the other tests
-#[path = "support/oci_registry.rs"]
-mod oci_registry;
-
-#[path = "support/cosign.rs"]
-mod cosign;
+use wasmlet_test_support::components::Component;
+use wasmlet_test_support::{cosign, oci_registry};
 
 const PASSWORD: &str = "correct horse";
-
-/// A component built by the test command (scripts/build-plugins.sh).
-fn wasm(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let path = root
-        .join("plugins/target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{name}.wasm is not built: run scripts/build-plugins.sh (the test command does)"
-    );
-    path
-}
 
 /// Success, stdout and stderr of `command`.
 fn outcome(command: &mut Command) -> (bool, String, String) {
@@ -145,7 +128,7 @@ impl Setup {
     /// Pushes the plugin `name` to `repository:v1`; returns its manifest digest.
     fn push(&self, name: &str, repository: &str) -> String {
         let tag = self.server.reference(&format!("{repository}:v1"));
-        let file = wasm(name);
+        let file = Component::named(name).path();
         let (ok, out, err) = self.wasmlet(&["plugin", "push", file.to_str().unwrap(), &tag], None);
         assert!(ok, "push {name}: {err}");
         out.lines()

@@ -4,26 +4,12 @@
 //! loopback for the OCI commands.
 
 use std::path::{Path, PathBuf};
-
-/// A component built by the test command (`cargo build --target wasm32-wasip2`).
-fn wasm(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for dir in [
-        "plugins/target/wasm32-wasip2/release",
-        "tests/guests/target/wasm32-wasip2/release",
-    ] {
-        let path = root.join(dir).join(format!("{name}.wasm"));
-        if path.exists() {
-            return path.canonicalize().unwrap();
-        }
-    }
-    panic!("{name}.wasm is not built: run scripts/build-plugins.sh (the test command does)");
-}
+use wasmlet_test_support::components;
 
 #[test]
 fn plugin_validate_and_test_commands() {
     let run = |args: &[&str]| outcome(wasmlet().args(args));
-    let file = wasm("eviction_batch_first");
+    let file = components::EVICTION_BATCH_FIRST.path();
     let (ok, out, err) = run(&["plugin", "validate", file.to_str().unwrap()]);
     assert!(ok, "{err}");
     assert!(
@@ -34,7 +20,7 @@ fn plugin_validate_and_test_commands() {
     let (ok, _, err) = run(&[
         "plugin",
         "validate",
-        wasm("guest_loop").to_str().unwrap(),
+        components::GUEST_LOOP.path().to_str().unwrap(),
         "--config",
         r#"{"faultIn":"self-check"}"#,
         "--deadline-ms",
@@ -81,7 +67,7 @@ fn plugin_validate_and_test_commands() {
     // A plugin that reads a file validates only with its directory granted.
     let keep = tempfile::tempdir().unwrap();
     std::fs::write(keep.path().join("prefixes"), "registry.local/\n").unwrap();
-    let gc = wasm("gc_keep_prefixes");
+    let gc = components::GC_KEEP_PREFIXES.path();
     let config = r#"{"keepPrefixesFile":"/keep/prefixes"}"#;
     let (ok, _, err) = run(&[
         "plugin",
@@ -120,8 +106,7 @@ fn sdk_wasm(lang: &'static str, name: &str) -> Option<PathBuf> {
     Some(path)
 }
 
-#[path = "support/sdk_plugins.rs"]
-mod sdk_plugins;
+use wasmlet_test_support::sdk_plugins;
 
 /// `plugin validate` lists the WASI interfaces a component imports beyond what every plugin
 /// gets, each with what the sandbox gives it under the grants, and still lists them when the
@@ -129,7 +114,7 @@ mod sdk_plugins;
 #[test]
 fn plugin_validate_shows_the_wasi_imports_and_what_the_grants_give() {
     let run = |args: &[&str]| outcome(wasmlet().args(args));
-    let gc = wasm("gc_keep_prefixes");
+    let gc = components::GC_KEEP_PREFIXES.path();
     let gc = gc.to_str().unwrap();
     // A Rust plugin under deny-all: std imports the filesystem and the environment.
     let (ok, out, err) = run(&["plugin", "validate", gc]);
@@ -754,9 +739,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[allow(dead_code)] // blob_data is for tests/plugins
-#[path = "support/oci_registry.rs"]
-mod oci_registry;
+use wasmlet_test_support::oci_registry;
 
 /// `openssl` with `args`, which must succeed.
 /// A P-256 key pair made with openssl, as the docs say: `NAME.pem` (private) and `NAME.pub`.
@@ -799,7 +782,7 @@ fn plugin_push_pull_and_sign_commands() {
     };
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let tag = server.reference("cli/evict:v1");
     let (ok, out, err) = run(&["plugin", "push", component.to_str().unwrap(), &tag]);
     assert!(ok, "{err}");
@@ -943,7 +926,7 @@ fn plugin_push_pull_and_sign_over_https_with_the_registry_ca() {
     let loopback = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let component = component.to_str().unwrap();
     p256_key_pair(dir.path(), "key");
     for host in [loopback, ip] {
@@ -1025,7 +1008,7 @@ fn plugin_push_and_pull_over_plain_http_only_when_insecure() {
     };
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| outcome(wasmlet().args(args).current_dir(dir.path()));
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let component = component.to_str().unwrap();
     let tag = server.reference("plain/evict:v1");
     let (ok, _, err) = run(&["plugin", "push", component, &tag]);

@@ -4,9 +4,7 @@
 //! real containerd. scripts/test.sh starts the control plane and names it in
 //! `WASMLET_TEST_CLUSTER_DIR`; without one these tests fail, never skip.
 
-#[path = "../integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use wasmlet_test_support::harness;
 
 mod cluster;
 

@@ -1,9 +1,7 @@
 //! Tests that disrupt the shared containerd. They live in their own test binary so they never
 //! run beside the other integration tests (cargo runs test binaries one after another).
 
-#[path = "../integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use wasmlet_test_support::harness;
 
 use harness::{busybox_pod, container_status, Node};
 use std::path::Path;

@@ -3,10 +3,11 @@
 //! same formula the node uses), never from /proc/meminfo's MemAvailable. Static pods are made
 //! evictable with `evictStaticPods: true` (a standalone node has nothing else).
 
-use crate::harness::{built_plugin, write_plugin_config, Node, NodeOptions};
+use crate::harness::{write_plugin_config, Node, NodeOptions};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::time::{Duration, Instant};
+use wasmlet_test_support::components;
 
 /// The test that fills memory runs alone: it needs the node's memory to hold still.
 static MEMORY: Mutex<()> = Mutex::new(());
@@ -212,7 +213,7 @@ fn memory_pressure_evicts_in_upstream_order_then_clears() {
 fn a_hot_swap_under_pressure_changes_the_next_eviction() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("eviction.wasm");
-    std::fs::copy(built_plugin("eviction_default"), &live).unwrap();
+    std::fs::copy(components::EVICTION_DEFAULT.path(), &live).unwrap();
     let node = pressured_node(
         "t-evict-swap",
         4 * GIB,
@@ -235,7 +236,7 @@ fn a_hot_swap_under_pressure_changes_the_next_eviction() {
     });
     // Swap in batch-first while the pressure holds: batch goes next, before mid.
     let tmp = dir.path().join("eviction.wasm.new");
-    std::fs::copy(built_plugin("eviction_batch_first"), &tmp).unwrap();
+    std::fs::copy(components::EVICTION_BATCH_FIRST.path(), &tmp).unwrap();
     std::fs::rename(&tmp, &live).unwrap();
     node.wait_for("all four evicted", Duration::from_secs(60), |n| {
         (evicted(n).len() == 4).then_some(())
@@ -277,8 +278,8 @@ fn a_shadow_plugin_reports_disagreements_and_evicts_nothing() {
         &format!(
             "- name: active\n  world: eviction-policy\n  path: {}\n\
              - name: shadow\n  world: eviction-policy\n  path: {}\n  shadow: true\n",
-            built_plugin("eviction_default").display(),
-            built_plugin("eviction_batch_first").display()
+            components::EVICTION_DEFAULT.path().display(),
+            components::EVICTION_BATCH_FIRST.path().display()
         ),
     );
     node.write_manifest("low.yaml", &steady_cpu("low", 1, ""));
@@ -314,7 +315,7 @@ fn a_trapping_eviction_plugin_falls_back_to_the_default() {
         4 * GIB,
         &format!(
             "- name: trap\n  world: eviction-policy\n  path: {}\n",
-            built_plugin("guest_trap").display()
+            components::GUEST_TRAP.path().display()
         ),
     );
     node.write_manifest("low.yaml", &steady_cpu("low", 1, ""));

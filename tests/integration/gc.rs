@@ -3,12 +3,13 @@
 //! containerd whose image filesystem is a small tmpfs (scripts/setup-gc-node.sh), where a test
 //! can push usage over the thresholds without touching anybody else's images.
 
-use crate::harness::{built_plugin, busybox_pod, write_plugin_config, Node, NodeOptions};
+use crate::harness::{busybox_pod, write_plugin_config, Node, NodeOptions};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 use wasmlet::cri::CriClient;
+use wasmlet_test_support::components;
 
 /// Image GC tests share the GC node and must not overlap.
 static GC_NODE: Mutex<()> = Mutex::new(());
@@ -133,7 +134,7 @@ fn image_gc_removes_unused_images_in_plan_order_down_to_the_low_threshold() {
     let plugins = plugin_config(
         dir.path(),
         "gc-keep",
-        &built_plugin("gc_keep_prefixes"),
+        &components::GC_KEEP_PREFIXES.path(),
         &format!(
             "{{keepPrefixesFile: /keep/prefixes}}\n  capabilities: {{directories: [{{hostPath: {}, guestPath: /keep}}]}}",
             keep.display()
@@ -192,7 +193,7 @@ fn a_faulty_gc_plugin_falls_back_to_the_default_order() {
     let plugins = plugin_config(
         dir.path(),
         "gc-nonsense",
-        &built_plugin("guest_gc_nonsense"),
+        &components::GUEST_GC_NONSENSE.path(),
         "{answer: mixed}",
     );
     let mut node = gc_node("t-image-gc-fault", socket.clone(), &plugins);

@@ -2,9 +2,9 @@
 //! and the terminal views (`wasmlet get pods`, `wasmlet logs` reading the CRI files).
 
 use crate::harness::{busybox_pod, container_status, Node};
-use crate::secure_port::{secure_node, SecureClient, TestPki};
 use std::process::Command;
 use std::time::Duration;
+use wasmlet_test_support::secure_port::{secure_node, SecureClient, TestPki};
 
 #[test]
 fn container_logs_with_tail_timestamps_previous_and_follow() {

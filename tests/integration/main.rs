@@ -1,7 +1,7 @@
 //! Integration tests: the real `wasmlet` binary against the real containerd started by
 //! scripts/setup-node.sh. One binary, a module per feature.
 
-mod harness;
+use wasmlet_test_support::harness;
 
 mod events;
 mod eviction;

@@ -4,10 +4,10 @@
 //! a preStop plugin (hooks-drain) calls the pod's drain endpoint before SIGTERM.
 
 use crate::harness::{
-    built_plugin, condition, container_status, event_time, free_port, write_plugin_config, Node,
-    NodeOptions,
+    condition, container_status, event_time, free_port, write_plugin_config, Node, NodeOptions,
 };
 use std::time::Duration;
+use wasmlet_test_support::components;
 
 /// A node serving `plugins` (YAML list items); the returned directory holds their config.
 fn node_with_plugins(name: &str, plugins: &str) -> (Node, tempfile::TempDir) {
@@ -52,8 +52,8 @@ fn probe_plugins_on_real_pods_and_a_faulty_one_contained() {
         &format!(
             "- name: json-health\n  world: probe-handler\n  path: {}\n\
              - name: faulty\n  world: probe-handler\n  path: {}\n  limits: {{memoryMiB: 16}}\n",
-            built_plugin("probe_json_health").display(),
-            built_plugin("guest_probe_fault").display()
+            components::PROBE_JSON_HEALTH.path().display(),
+            components::GUEST_PROBE_FAULT.path().display()
         ),
     );
     node.write_manifest(
@@ -135,8 +135,8 @@ fn admission_and_drain_plugins_on_real_pods() {
         &format!(
             "- name: require-limits\n  world: lifecycle-hooks\n  path: {}\n  config: {{namespaces: [prod]}}\n\
              - name: drain\n  world: lifecycle-hooks\n  path: {}\n  limits: {{deadlineMs: 5000}}\n  config: {{port: 8080, path: /cgi-bin/drain, waitMs: 1000, reserveMs: 2000, containers: [web]}}\n",
-            built_plugin("admission_require_limits").display(),
-            built_plugin("hooks_drain").display()
+            components::ADMISSION_REQUIRE_LIMITS.path().display(),
+            components::HOOKS_DRAIN.path().display()
         ),
     );
     let sleeper = |name: &str, namespace: &str, resources: &str| {
@@ -248,7 +248,7 @@ fn a_host_network_pods_plugin_reaches_only_its_declared_ports_on_the_node() {
         "t-hostnet-plugin",
         &format!(
             "- name: reach\n  world: probe-handler\n  path: {}\n",
-            built_plugin("guest_pod_access").display()
+            components::GUEST_POD_ACCESS.path().display()
         ),
     );
     let (declared, undeclared) = (free_port(), free_port());

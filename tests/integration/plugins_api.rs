@@ -1,19 +1,20 @@
 //! `/plugins` on a running node, and a live swap seen there.
 
-use crate::harness::{built_plugin, write_plugin_config, Node, NodeOptions};
+use crate::harness::{write_plugin_config, Node, NodeOptions};
 use std::time::Duration;
+use wasmlet_test_support::components;
 
 #[test]
 fn plugins_are_listed_and_swapped_on_a_live_node() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("eviction.wasm");
-    std::fs::copy(built_plugin("eviction_default"), &live).unwrap();
+    std::fs::copy(components::EVICTION_DEFAULT.path(), &live).unwrap();
     let config = write_plugin_config(
         dir.path(),
         &format!(
             "- name: eviction\n  world: eviction-policy\n  path: eviction.wasm\n\
              - name: gc-default\n  world: gc-strategy\n  path: {}\n",
-            built_plugin("gc_default").display()
+            components::GC_DEFAULT.path().display()
         ),
     );
     let node = Node::start_with(
@@ -45,7 +46,7 @@ fn plugins_are_listed_and_swapped_on_a_live_node() {
 
     // Replace the component by renaming a new one over it, as a deployment would.
     let tmp = dir.path().join("eviction.wasm.new");
-    std::fs::copy(built_plugin("eviction_batch_first"), &tmp).unwrap();
+    std::fs::copy(components::EVICTION_BATCH_FIRST.path(), &tmp).unwrap();
     std::fs::rename(&tmp, &live).unwrap();
     let swapped = node.wait_for("the swap to show", Duration::from_secs(20), |n| {
         let report = n.get_json("/plugins");

@@ -4,10 +4,11 @@
 //! writes: the reading is the one input a test cannot make the kernel give on demand; the
 //! plugin, the host's bounds, the eviction and its status are the real ones.
 
-use crate::harness::{built_plugin, condition, write_plugin_config, Node, NodeOptions};
+use crate::harness::{condition, write_plugin_config, Node, NodeOptions};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
+use wasmlet_test_support::components;
 
 /// Writes the three pressure files with memory `full avg10` (and twice that as `some`).
 fn write_pressure(dir: &Path, memory_full_percent: f64) {
@@ -69,7 +70,7 @@ fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
     write_pressure(&pressure, 0.0);
     let default_entry = format!(
         "- name: eviction\n  world: eviction-policy\n  path: {}\n",
-        built_plugin("eviction_default").display()
+        components::EVICTION_DEFAULT.path().display()
     );
     let config = write_plugin_config(dir.path(), &default_entry);
     let node = eviction_node(
@@ -112,7 +113,7 @@ fn psi_guard_swapped_in_live_evicts_the_pod_over_its_request_once_per_window() {
     // eviction-psi-guard swapped in by rewriting the plugin config.
     let guard_entry = format!(
         "- name: eviction\n  world: eviction-policy\n  path: {}\n  config:\n    memoryFullAvg10Percent: 20\n    forSeconds: 2\n",
-        built_plugin("eviction_psi_guard").display()
+        components::EVICTION_PSI_GUARD.path().display()
     );
     let staged = dir.path().join("staged");
     std::fs::create_dir(&staged).unwrap();
@@ -180,7 +181,7 @@ fn a_real_page_cache_thrash_is_evicted_on_the_kernels_memory_stall_and_the_stall
     let dir = tempfile::tempdir().unwrap();
     let guard_entry = format!(
         "- name: eviction\n  world: eviction-policy\n  path: {}\n  config:\n    memoryFullAvg10Percent: 60\n    memorySomeAvg10Percent: {SOME_PERCENT}\n    forSeconds: 5\n",
-        built_plugin("eviction_psi_guard").display()
+        components::EVICTION_PSI_GUARD.path().display()
     );
     let config = write_plugin_config(dir.path(), &guard_entry);
     let node = eviction_node("t-psi-real", &config, "evictionMonitoringPeriod: 1s\n");

@@ -7,7 +7,7 @@ fn admission_plugin_refuses_pods_without_limits() {
     let setup = registry(&plugin(
         "require-limits",
         "lifecycle-hooks",
-        &wasm("admission_require_limits"),
+        &components::ADMISSION_REQUIRE_LIMITS.path(),
         "  config: {namespaces: [prod]}\n",
     ));
     let container = |name: &str, limits: bool| AdmissionContainer {

@@ -22,7 +22,7 @@ fn a_tampered_or_truncated_cache_entry_is_recompiled_from_the_wasm() {
     let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "only its owner may write the cache");
 
-    let path = wasm("gc_default");
+    let path = components::GC_DEFAULT.path();
     let bytes = std::fs::read(&path).unwrap();
     let sha = sha256_hex(&bytes);
     engine.compile(&path, &bytes, &sha, false).unwrap();
@@ -67,7 +67,7 @@ fn give_away(path: &Path) {
 #[test]
 fn a_cache_directory_or_entry_someone_else_can_write_is_not_trusted() {
     use std::os::unix::fs::MetadataExt;
-    let path = wasm("gc_default");
+    let path = components::GC_DEFAULT.path();
     let bytes = std::fs::read(&path).unwrap();
     let sha = sha256_hex(&bytes);
 

@@ -12,8 +12,7 @@
 use super::*;
 use parking_lot::Mutex;
 
-#[path = "../support/sdk_plugins.rs"]
-mod sdk_plugins;
+use wasmlet_test_support::sdk_plugins;
 
 const LANGS: [&str; 3] = ["go", "python", "js"];
 /// Interpreted runtimes need more than the Rust defaults (50 ms, 32 MiB) for a first call.
@@ -38,7 +37,7 @@ fn every_sdk_ranks_300_snapshots_as_the_rust_batch_first() {
     let rust = registry(&plugin(
         "rust",
         "eviction-policy",
-        &wasm("eviction_batch_first"),
+        &components::EVICTION_BATCH_FIRST.path(),
         config,
     ));
     let others: Vec<(&str, Setup)> = sdks
@@ -159,7 +158,7 @@ fn every_sdk_probes_generated_health_documents_as_the_rust_json_health() {
     let rust = registry(&plugin(
         "rust",
         "probe-handler",
-        &wasm("probe_json_health"),
+        &components::PROBE_JSON_HEALTH.path(),
         "  limits: {deadlineMs: 2000}\n",
     ));
     let others: Vec<(&str, Setup)> = sdks
@@ -213,7 +212,7 @@ fn sdk_admission_decides_as_the_rust_require_limits() {
     let rust = registry(&plugin(
         "rust",
         "lifecycle-hooks",
-        &wasm("admission_require_limits"),
+        &components::ADMISSION_REQUIRE_LIMITS.path(),
         config,
     ));
     let others: Vec<(&str, Setup)> = sdks
@@ -361,7 +360,12 @@ fn sdk_gc_default_plans_as_the_rust_gc_default() {
         (21, ""),
         (22, "  config: {maxPerPodContainer: 2, maxContainers: 12}\n"),
     ] {
-        let rust = registry(&plugin("rust", "gc-strategy", &wasm("gc_default"), config));
+        let rust = registry(&plugin(
+            "rust",
+            "gc-strategy",
+            &components::GC_DEFAULT.path(),
+            config,
+        ));
         let others: Vec<(&str, Setup)> = sdks
             .iter()
             .map(|(lang, path)| {
@@ -429,7 +433,7 @@ fn sdk_costs() {
     let Some(sdks) = sdk_components("eviction-batch-first") else {
         return;
     };
-    let mut all = vec![("rust", wasm("eviction_batch_first"))];
+    let mut all = vec![("rust", components::EVICTION_BATCH_FIRST.path())];
     all.extend(sdks);
     let s = snapshot(&mut Lcg(110), 110, policy::Signal::MemoryAvailable);
     println!("| language | component | first load (compile) | cached load | rank(110) per call |");
@@ -487,7 +491,7 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
     let rust = registry(&plugin(
         "rust",
         "eviction-policy",
-        &wasm("eviction_psi_guard"),
+        &components::EVICTION_PSI_GUARD.path(),
         config,
     ));
     rust.registry.reload();

@@ -6,8 +6,8 @@ use super::*;
 
 #[test]
 fn a_plugin_of_the_previous_contract_serves_beside_current_ones() {
-    let old = wasm("guest_contract_0_1_0");
-    let current = wasm("eviction_batch_first");
+    let old = components::GUEST_CONTRACT_0_1_0.path();
+    let current = components::EVICTION_BATCH_FIRST.path();
     let setup = registry(&format!(
         "{}{}",
         plugin("previous", "eviction-policy", &old, ""),
@@ -68,7 +68,7 @@ fn validate_names_the_contract_a_component_was_built_against() {
         ),
     ] {
         let report = wasmlet_plugin_host::validate_plugin(
-            &wasm(name),
+            &Component::named(name).path(),
             None,
             "{}",
             wasmlet_plugin_host::Limits::default(),

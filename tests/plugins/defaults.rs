@@ -8,7 +8,7 @@ fn eviction_default_plugin_ranks_exactly_as_the_built_in_copy() {
     let setup = registry(&plugin(
         "eviction-default",
         "eviction-policy",
-        &wasm("eviction_default"),
+        &components::EVICTION_DEFAULT.path(),
         "",
     ));
     let mut rng = Lcg(7);
@@ -38,7 +38,7 @@ fn gc_default_plugin_plans_as_the_built_in_copy() {
     let setup = registry(&plugin(
         "gc-default",
         "gc-strategy",
-        &wasm("gc_default"),
+        &components::GC_DEFAULT.path(),
         "",
     ));
     let mut rng = Lcg(11);
@@ -106,7 +106,7 @@ fn batch_first_plugin_follows_its_config_through_pod_meta() {
     let setup = registry(&plugin(
         "eviction-batch-first",
         "eviction-policy",
-        &wasm("eviction_batch_first"),
+        &components::EVICTION_BATCH_FIRST.path(),
         "  config: {protectNamespaces: [kube-system]}\n",
     ));
     let s = snapshot(&mut Lcg(3), 110, policy::Signal::MemoryAvailable);

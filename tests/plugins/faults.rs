@@ -29,7 +29,12 @@ fn faulty_guests_are_contained_and_the_default_decides() {
     let s = snapshot(&mut Lcg(5), 50, policy::Signal::MemoryAvailable);
     let expected = policy::eviction::rank(&s.pressure, &s.pods);
     for (guest, extra, reason) in cases {
-        let setup = registry(&plugin("faulty", "eviction-policy", &wasm(guest), extra));
+        let setup = registry(&plugin(
+            "faulty",
+            "eviction-policy",
+            &Component::named(guest).path(),
+            extra,
+        ));
         for call in 0..6 {
             let started = Instant::now();
             let decision = setup.registry.rank(&s);
@@ -64,7 +69,7 @@ fn faulty_guests_are_contained_and_the_default_decides() {
     let setup = registry(&plugin(
         "faulty-gc",
         "gc-strategy",
-        &wasm("guest_gc_nonsense"),
+        &components::GUEST_GC_NONSENSE.path(),
         "  config: {answer: in-use}\n",
     ));
     let images = vec![
@@ -102,7 +107,7 @@ fn a_component_of_another_world_or_garbage_is_rejected_with_a_reason() {
     let setup = registry(&plugin(
         "misfit",
         "eviction-policy",
-        &wasm("gc_default"),
+        &components::GC_DEFAULT.path(),
         "",
     ));
     let entry = setup.registry.report()["plugins"][0].clone();

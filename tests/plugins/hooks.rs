@@ -20,13 +20,13 @@ fn hook_plugins_run_pre_stop_with_the_grace_left_and_post_start() {
         plugin(
             "require-limits",
             "lifecycle-hooks",
-            &wasm("admission_require_limits"),
+            &components::ADMISSION_REQUIRE_LIMITS.path(),
             "  config: {namespaces: [prod]}\n",
         ),
         plugin(
             "drain",
             "lifecycle-hooks",
-            &wasm("hooks_drain"),
+            &components::HOOKS_DRAIN.path(),
             &format!("  limits: {{deadlineMs: 5000}}\n  config: {{port: {port}, path: /drain, waitMs: 300, reserveMs: 100}}\n"),
         )
     ));
@@ -64,7 +64,7 @@ fn hook_plugins_run_pre_stop_with_the_grace_left_and_post_start() {
     let setup_down = registry(&plugin(
         "drain",
         "lifecycle-hooks",
-        &wasm("hooks_drain"),
+        &components::HOOKS_DRAIN.path(),
         &format!("  limits: {{deadlineMs: 5000}}\n  config: {{port: {closed}}}\n"),
     ));
     let error = setup_down

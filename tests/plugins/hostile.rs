@@ -1,4 +1,4 @@
-//! Hostile guests (`tests/guests/hostile`, one component per world): nothing a plugin returns
+//! Hostile guests (`tests/guests/src/lib.rs`, one component per world): nothing a plugin returns
 //! panics the host (strings are capped on character boundaries, answer lists are sized
 //! before use), and a guest blocked in WASI is stopped at its deadline in every world.
 
@@ -9,7 +9,7 @@ use wasmlet_plugin_host::{Capabilities, Limits, LoadedPlugin, PluginError, Plugi
 const MAX_SHOWN: usize = 1024 + 128;
 
 fn hostile(world: &str) -> PathBuf {
-    wasm(&format!("guest_hostile_{world}"))
+    Component::named(&format!("guest_hostile_{world}")).path()
 }
 
 fn meta() -> PodMeta {

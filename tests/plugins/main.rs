@@ -30,21 +30,7 @@ use wasmlet_plugin_host::{
     ProbeRequest,
 };
 use wasmlet_policy_default as policy;
-
-/// A component built by the test command (`cargo build --target wasm32-wasip2`).
-fn wasm(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for dir in [
-        "plugins/target/wasm32-wasip2/release",
-        "tests/guests/target/wasm32-wasip2/release",
-    ] {
-        let path = root.join(dir).join(format!("{name}.wasm"));
-        if path.exists() {
-            return path.canonicalize().unwrap();
-        }
-    }
-    panic!("{name}.wasm is not built: run scripts/build-plugins.sh (the test command does)");
-}
+use wasmlet_test_support::components::{self, Component};
 
 struct Setup {
     dir: tempfile::TempDir,

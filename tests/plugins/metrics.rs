@@ -45,7 +45,7 @@ fn a_call_moves_the_call_counter_and_the_duration_histogram() {
     let setup = registry(&plugin(
         "ranker",
         "eviction-policy",
-        &wasm("eviction_default"),
+        &components::EVICTION_DEFAULT.path(),
         "",
     ));
     let world = "eviction-policy";
@@ -115,7 +115,12 @@ fn a_faulting_guest_moves_the_fault_counter_of_its_kind() {
             "invalid",
         ),
     ] {
-        let setup = registry(&plugin("faulty", world, &wasm(guest), extra));
+        let setup = registry(&plugin(
+            "faulty",
+            world,
+            &Component::named(guest).path(),
+            extra,
+        ));
         let decision = setup.registry.rank(&s);
         assert!(!plugin_decided(&decision), "{guest}: {decision:?}");
         let text = scrape(&setup.registry);
@@ -138,7 +143,7 @@ fn a_faulting_guest_moves_the_fault_counter_of_its_kind() {
     let setup = registry(&plugin(
         "hostile",
         world,
-        &wasm("guest_hostile_eviction"),
+        &components::GUEST_HOSTILE_EVICTION.path(),
         "  limits: {deadlineMs: 5000, memoryMiB: 64}\n  config: {fault: strings, in: rank}\n",
     ));
     let _ = setup.registry.rank(&s);
@@ -151,7 +156,7 @@ fn a_faulting_guest_moves_the_fault_counter_of_its_kind() {
 fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("policy.wasm");
-    std::fs::copy(wasm("eviction_default"), &live).unwrap();
+    std::fs::copy(components::EVICTION_DEFAULT.path(), &live).unwrap();
     let config = dir.path().join("plugins.yaml");
     std::fs::write(
         &config,
@@ -161,7 +166,7 @@ fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version(
             plugin(
                 "trial",
                 "eviction-policy",
-                &wasm("eviction_batch_first"),
+                &components::EVICTION_BATCH_FIRST.path(),
                 "  shadow: true\n"
             ),
         ),
@@ -170,7 +175,7 @@ fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version(
     let engine = PluginEngine::new(Some(dir.path().join("cache"))).unwrap();
     let registry = PluginRegistry::new(engine, Some(config));
     let world = "eviction-policy";
-    let first = sha_of(&wasm("eviction_default"));
+    let first = sha_of(&components::EVICTION_DEFAULT.path());
     let text = scrape(&registry);
     assert_eq!(swaps(&text, "live", "swapped"), Some(1.0), "{text}");
     assert_eq!(swaps(&text, "live", "rejected"), Some(0.0), "{text}");
@@ -179,7 +184,7 @@ fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version(
         Some(1.0),
         "{text}"
     );
-    let trial = sha_of(&wasm("eviction_batch_first"));
+    let trial = sha_of(&components::EVICTION_BATCH_FIRST.path());
     assert_eq!(
         info(&text, "trial", world, &trial, "shadow"),
         Some(1.0),
@@ -187,7 +192,7 @@ fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version(
     );
 
     // A new version swaps in: counted, and info names it alone.
-    std::fs::copy(wasm("eviction_batch_first"), &live).unwrap();
+    std::fs::copy(components::EVICTION_BATCH_FIRST.path(), &live).unwrap();
     registry.reload();
     let text = scrape(&registry);
     assert_eq!(swaps(&text, "live", "swapped"), Some(2.0), "{text}");
@@ -203,7 +208,7 @@ fn swaps_and_rejected_versions_are_counted_and_info_follows_the_serving_version(
     );
 
     // A version of another world is rejected; the serving one stays in info.
-    std::fs::copy(wasm("gc_default"), &live).unwrap();
+    std::fs::copy(components::GC_DEFAULT.path(), &live).unwrap();
     registry.reload();
     let text = scrape(&registry);
     assert_eq!(swaps(&text, "live", "rejected"), Some(1.0), "{text}");
@@ -229,7 +234,12 @@ fn info_shows_a_failed_plugin_and_one_never_loaded() {
     std::fs::write(&garbage, b"not wasm").unwrap();
     let setup = registry(&format!(
         "{}{}",
-        plugin("trapper", "eviction-policy", &wasm("guest_trap"), ""),
+        plugin(
+            "trapper",
+            "eviction-policy",
+            &components::GUEST_TRAP.path(),
+            ""
+        ),
         plugin("broken", "gc-strategy", &garbage, ""),
     ));
     let s = snapshot(&mut Lcg(14), 5, policy::Signal::MemoryAvailable);
@@ -237,7 +247,7 @@ fn info_shows_a_failed_plugin_and_one_never_loaded() {
         let _ = setup.registry.rank(&s);
     }
     let text = scrape(&setup.registry);
-    let sha = sha_of(&wasm("guest_trap"));
+    let sha = sha_of(&components::GUEST_TRAP.path());
     assert_eq!(
         info(&text, "trapper", "eviction-policy", &sha, "failed"),
         Some(1.0),

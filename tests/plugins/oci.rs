@@ -6,8 +6,7 @@ use super::*;
 use oci_registry::TestRegistry;
 use wasmlet_plugin_host::{pull_plugin, push_plugin, sign_plugin, RegistryAccess};
 
-#[path = "../support/oci_registry.rs"]
-mod oci_registry;
+use wasmlet_test_support::oci_registry;
 mod tls;
 
 /// A registry over `plugins` whose `oci://` plugins are stored under `root`.
@@ -72,7 +71,7 @@ fn push_then_load_by_tag_and_by_digest_and_pull() {
     };
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let tag = server.reference("plugins/evict:v1");
     let digest = push(&component, &tag);
     let by_digest = server.reference(&format!("plugins/evict@{digest}"));
@@ -120,7 +119,7 @@ fn a_moved_tag_is_swapped_in_and_a_broken_one_refused() {
     };
     let dir = tempfile::tempdir().unwrap();
     let tag = server.reference("plugins/evict:stable");
-    push(&wasm("eviction_batch_first"), &tag);
+    push(&components::EVICTION_BATCH_FIRST.path(), &tag);
     let registry = oci_registry(
         dir.path(),
         &dir.path().join("root"),
@@ -128,11 +127,11 @@ fn a_moved_tag_is_swapped_in_and_a_broken_one_refused() {
     );
     assert_eq!(
         serving_sha(&registry, "moving"),
-        Some(file_sha(&wasm("eviction_batch_first")))
+        Some(file_sha(&components::EVICTION_BATCH_FIRST.path()))
     );
 
     // The tag moves to a new version: polled, validated, swapped in.
-    let next = wasm("eviction_default");
+    let next = components::EVICTION_DEFAULT.path();
     let next_digest = push(&next, &tag);
     wait_for("the new version to serve", || {
         serving_sha(&registry, "moving") == Some(file_sha(&next))
@@ -143,7 +142,7 @@ fn a_moved_tag_is_swapped_in_and_a_broken_one_refused() {
     );
 
     // The tag moves to a component of another world: refused, the last version keeps serving.
-    let broken_digest = push(&wasm("gc_default"), &tag);
+    let broken_digest = push(&components::GC_DEFAULT.path(), &tag);
     wait_for("the broken version to be refused", || {
         report_of(&registry, "moving")["lastRejected"]["reason"]
             .as_str()
@@ -172,7 +171,7 @@ fn with_the_registry_down_the_stored_version_serves_until_it_is_back() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let tag = server.reference("plugins/evict:v1");
-    let first = wasm("eviction_batch_first");
+    let first = components::EVICTION_BATCH_FIRST.path();
     push(&first, &tag);
     let plugins = entry("cached", &tag, "  pollPeriod: 200ms\n");
     let running = oci_registry(&dir.path().join("a"), &root, &plugins);
@@ -203,7 +202,7 @@ fn with_the_registry_down_the_stored_version_serves_until_it_is_back() {
 
     // The registry comes back with a new version on the tag: both nodes recover and swap.
     server.resume();
-    let next = wasm("eviction_default");
+    let next = components::EVICTION_DEFAULT.path();
     push(&next, &tag);
     for (name, registry) in [("running", &running), ("restarted", &restarted)] {
         wait_for(
@@ -245,7 +244,7 @@ fn a_required_signature_must_be_there_and_by_the_key() {
     let (trusted_key, trusted_pub) = key_pair(dir.path(), "trusted", 7);
     let (other_key, _) = key_pair(dir.path(), "other", 9);
     let tag = server.reference("plugins/signed:v1");
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let digest = push(&component, &tag);
     let registry = oci_registry(
         dir.path(),
@@ -284,7 +283,7 @@ fn a_required_signature_must_be_there_and_by_the_key() {
     });
 
     // A new unsigned version on the tag is refused; the signed one keeps serving.
-    let unsigned_digest = push(&wasm("eviction_default"), &tag);
+    let unsigned_digest = push(&components::EVICTION_DEFAULT.path(), &tag);
     wait_for("the unsigned version to be refused", || {
         let r = reason();
         r.contains(&unsigned_digest) || r.contains("unsigned")
@@ -318,7 +317,7 @@ fn digests_that_do_not_match_are_refused() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let first = wasm("eviction_batch_first");
+    let first = components::EVICTION_BATCH_FIRST.path();
     let tag = server.reference("plugins/evict:v1");
     let digest = push(&first, &tag);
 
@@ -349,7 +348,7 @@ fn digests_that_do_not_match_are_refused() {
         .exists());
 
     // A component pin (`sha256:`) still applies to an OCI plugin: another component is refused.
-    let second = wasm("eviction_default");
+    let second = components::EVICTION_DEFAULT.path();
     let other_tag = server.reference("plugins/other:v1");
     push(&second, &other_tag);
     let dir2 = tempfile::tempdir().unwrap();
@@ -393,7 +392,7 @@ fn credentials_come_from_a_docker_config_file() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let tag = server.reference("private/evict:v1");
     let err = push_plugin(&component, &tag, &RegistryAccess::default()).unwrap_err();
     assert!(
@@ -449,7 +448,7 @@ fn a_moved_tag_with_a_rollout_is_tried_then_promoted() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let tag = server.reference("plugins/evict:fleet");
-    let old = wasm("eviction_default");
+    let old = components::EVICTION_DEFAULT.path();
     push(&old, &tag);
     let registry = oci_registry(
         dir.path(),
@@ -463,7 +462,7 @@ fn a_moved_tag_with_a_rollout_is_tried_then_promoted() {
     assert_eq!(serving_sha(&registry, "rolled"), Some(file_sha(&old)));
 
     // The tag moves: the new version is pulled, validated and put on trial, not swapped in.
-    let new = wasm("eviction_batch_first");
+    let new = components::EVICTION_BATCH_FIRST.path();
     let new_digest = push(&new, &tag);
     wait_for("the new version to go on trial", || {
         report_of(&registry, "rolled")["rollout"]["state"] == "trial"

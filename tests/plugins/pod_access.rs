@@ -22,7 +22,7 @@ fn counting_exec() -> (ExecFn, Arc<AtomicUsize>) {
 fn a_plugin_reaches_only_declared_ports_and_granted_containers() {
     let (declared, _) = counting_server();
     let (undeclared, _) = counting_server();
-    let reach = wasm("guest_pod_access");
+    let reach = components::GUEST_POD_ACCESS.path();
     let setup = registry(&format!(
         "{}{}{}",
         plugin("no-grant", "probe-handler", &reach, ""),
@@ -123,13 +123,13 @@ fn hook_and_admission_plugins_run_only_for_the_pods_their_selector_selects() {
         plugin(
             "require-limits",
             "lifecycle-hooks",
-            &wasm("admission_require_limits"),
+            &components::ADMISSION_REQUIRE_LIMITS.path(),
             "  config: {namespaces: [prod]}\n  selector: {matchLabels: {team: a}}\n",
         ),
         plugin(
             "drain",
             "lifecycle-hooks",
-            &wasm("hooks_drain"),
+            &components::HOOKS_DRAIN.path(),
             &format!(
                 "  config: {{port: {drain_port}, path: /drain, waitMs: 0, reserveMs: 0}}\n  selector:\n    namespaces: [prod]\n    matchExpressions: [{{key: tier, operator: In, values: [web]}}]\n"
             ),

@@ -43,7 +43,7 @@ fn quiet_snapshot(pods: Vec<policy::PodInfo>) -> EvictionSnapshot {
 
 #[test]
 fn psi_guard_asks_to_evict_once_pressure_held_and_never_a_critical_pod() {
-    let guard = wasm("eviction_psi_guard");
+    let guard = components::EVICTION_PSI_GUARD.path();
     let setup = registry(&plugin(
         "psi-guard",
         "eviction-policy",
@@ -111,7 +111,7 @@ fn psi_guard_asks_to_evict_once_pressure_held_and_never_a_critical_pod() {
 
 #[test]
 fn the_guaranteed_grant_and_a_refused_config_come_from_the_plugin_config() {
-    let guard = wasm("eviction_psi_guard");
+    let guard = components::EVICTION_PSI_GUARD.path();
     let setup = registry(&plugin(
         "psi-guard",
         "eviction-policy",
@@ -150,7 +150,12 @@ fn the_guaranteed_grant_and_a_refused_config_come_from_the_plugin_config() {
 #[test]
 fn plugins_without_the_export_are_never_asked() {
     for name in ["eviction_default", "guest_contract_0_1_0"] {
-        let setup = registry(&plugin("plain", "eviction-policy", &wasm(name), ""));
+        let setup = registry(&plugin(
+            "plain",
+            "eviction-policy",
+            &Component::named(name).path(),
+            "",
+        ));
         setup.registry.reload();
         assert!(!setup.registry.watches_pressure(), "{name}");
         let answer = setup

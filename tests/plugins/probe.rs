@@ -25,7 +25,7 @@ fn probe_plugin_checks_a_json_health_body_with_scoped_http() {
     let setup = registry(&plugin(
         "probe-json-health",
         "probe-handler",
-        &wasm("probe_json_health"),
+        &components::PROBE_JSON_HEALTH.path(),
         "  limits: {deadlineMs: 2000}\n",
     ));
     let request = ProbeRequest {
@@ -66,7 +66,7 @@ fn a_probe_plugin_runs_until_the_earlier_of_its_deadline_and_the_probe_timeout()
         registry(&plugin(
             "faulty",
             "probe-handler",
-            &wasm("guest_probe_fault"),
+            &components::GUEST_PROBE_FAULT.path(),
             &format!("  limits: {{deadlineMs: {deadline_ms}}}\n"),
         ))
     };

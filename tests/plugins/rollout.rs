@@ -67,7 +67,7 @@ pub(super) fn serving_of(registry: &PluginRegistry, name: &str) -> String {
 /// The component of `name` with a custom section appended: the same rule, another sha256
 /// (custom sections may end a component; the runtime ignores them).
 pub(super) fn variant(name: &str, tag: &str) -> Vec<u8> {
-    let mut bytes = std::fs::read(wasm(name)).unwrap();
+    let mut bytes = std::fs::read(Component::named(name).path()).unwrap();
     let mut payload = vec![tag.len() as u8];
     payload.extend_from_slice(tag.as_bytes());
     assert!(payload.len() < 128);
@@ -107,10 +107,10 @@ fn rollouts(text: &str, result: &str) -> Option<f64> {
 
 #[test]
 fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
-    let old = std::fs::read(wasm("eviction_default")).unwrap();
-    let new = std::fs::read(wasm("eviction_batch_first")).unwrap();
+    let old = std::fs::read(components::EVICTION_DEFAULT.path()).unwrap();
+    let new = std::fs::read(components::EVICTION_BATCH_FIRST.path()).unwrap();
     let node = Live::start(
-        &wasm("eviction_default"),
+        &components::EVICTION_DEFAULT.path(),
         "  rollout: {shadowCycles: 4, maxDisagreements: 1}\n",
     );
     // The first version has nothing to be compared with: it serves at once.
@@ -209,10 +209,10 @@ fn an_agreeing_version_is_promoted_after_exactly_its_shadow_cycles() {
 
 #[test]
 fn a_version_that_disagrees_too_often_is_refused_and_the_old_keeps_serving() {
-    let old = std::fs::read(wasm("eviction_default")).unwrap();
-    let new = std::fs::read(wasm("eviction_batch_first")).unwrap();
+    let old = std::fs::read(components::EVICTION_DEFAULT.path()).unwrap();
+    let new = std::fs::read(components::EVICTION_BATCH_FIRST.path()).unwrap();
     let node = Live::start(
-        &wasm("eviction_default"),
+        &components::EVICTION_DEFAULT.path(),
         "  rollout: {shadowCycles: 10, maxDisagreements: 1}\n",
     );
     node.deploy(&new);
@@ -266,12 +266,12 @@ fn a_version_that_faults_on_trial_is_refused_without_failing_the_serving_one() {
         ("guest_nonsense", "answered nonsense"),
         ("guest_loop", "deadline"),
     ] {
-        let old = std::fs::read(wasm("eviction_default")).unwrap();
+        let old = std::fs::read(components::EVICTION_DEFAULT.path()).unwrap();
         let node = Live::start(
-            &wasm("eviction_default"),
+            &components::EVICTION_DEFAULT.path(),
             "  limits: {deadlineMs: 50}\n  rollout: {shadowCycles: 3}\n",
         );
-        let faulty = std::fs::read(wasm(guest)).unwrap();
+        let faulty = std::fs::read(Component::named(guest).path()).unwrap();
         node.deploy(&faulty);
         assert_eq!(node.report()["rollout"]["state"], "trial", "{guest}");
         let s = pods(false);
@@ -311,10 +311,13 @@ fn a_version_that_faults_on_trial_is_refused_without_failing_the_serving_one() {
 
 #[test]
 fn a_newer_version_replaces_the_candidate_and_its_trial_starts_over() {
-    let old = std::fs::read(wasm("eviction_default")).unwrap();
-    let first = std::fs::read(wasm("eviction_batch_first")).unwrap();
+    let old = std::fs::read(components::EVICTION_DEFAULT.path()).unwrap();
+    let first = std::fs::read(components::EVICTION_BATCH_FIRST.path()).unwrap();
     let second = variant("eviction_batch_first", "second");
-    let node = Live::start(&wasm("eviction_default"), "  rollout: {shadowCycles: 3}\n");
+    let node = Live::start(
+        &components::EVICTION_DEFAULT.path(),
+        "  rollout: {shadowCycles: 3}\n",
+    );
     node.deploy(&first);
     for _ in 0..2 {
         assert_eq!(

@@ -50,38 +50,38 @@ fn a_hundred_hostile_calls_at_once_leave_other_plugins_within_their_deadlines() 
         config += &plugin(
             &format!("loop-{i}"),
             "probe-handler",
-            &wasm("guest_probe_fault"),
+            &components::GUEST_PROBE_FAULT.path(),
             &limits,
         );
         config += &plugin(
             &format!("sleep-{i}"),
             "probe-handler",
-            &wasm("guest_hostile_probe"),
+            &components::GUEST_HOSTILE_PROBE.path(),
             &format!("{limits}  config: {{fault: sleep, in: check, sleepMs: 20000}}\n"),
         );
         config += &plugin(
             &format!("fifo-{i}"),
             "probe-handler",
-            &wasm("guest_hostile_probe"),
+            &components::GUEST_HOSTILE_PROBE.path(),
             &format!("{limits}  config: {{fault: read, in: check, path: /data/fifo}}\n{grant}"),
         );
         config += &plugin(
             &format!("http-{i}"),
             "probe-handler",
-            &wasm("guest_pod_access"),
+            &components::GUEST_POD_ACCESS.path(),
             &limits,
         );
         config += &plugin(
             &format!("exec-{i}"),
             "probe-handler",
-            &wasm("guest_pod_access"),
+            &components::GUEST_POD_ACCESS.path(),
             &format!("{limits}{grant}"),
         );
     }
     config += &plugin(
         "reader",
         "probe-handler",
-        &wasm("guest_hostile_probe"),
+        &components::GUEST_HOSTILE_PROBE.path(),
         &format!("  limits: {{deadlineMs: {READER_DEADLINE_MS}}}\n  config: {{fault: read, in: check, path: /data/file}}\n{grant}"),
     );
     let setup = Arc::new(registry(&config));

@@ -13,7 +13,7 @@ fn replace(source: &Path, target: &Path) {
 fn hot_swap_100_times_under_load_never_fails_a_call() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("policy.wasm");
-    std::fs::copy(wasm("eviction_default"), &live).unwrap();
+    std::fs::copy(components::EVICTION_DEFAULT.path(), &live).unwrap();
     let config = dir.path().join("plugins.yaml");
     std::fs::write(
         &config,
@@ -44,8 +44,8 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
     assert_ne!(default_first, 0);
 
     let valid = [
-        (wasm("eviction_batch_first"), 0u32),
-        (wasm("eviction_default"), default_first),
+        (components::EVICTION_BATCH_FIRST.path(), 0u32),
+        (components::EVICTION_DEFAULT.path(), default_first),
     ];
     let valid_shas: Vec<String> = valid
         .iter()
@@ -53,7 +53,7 @@ fn hot_swap_100_times_under_load_never_fails_a_call() {
         .collect();
     let garbage = dir.path().join("garbage.bin");
     std::fs::write(&garbage, b"\0asm garbage").unwrap();
-    let invalid = [garbage, wasm("gc_default")];
+    let invalid = [garbage, components::GC_DEFAULT.path()];
 
     let stop = Arc::new(AtomicBool::new(false));
     let caller = {

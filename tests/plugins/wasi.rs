@@ -48,7 +48,7 @@ fn wasi_is_deny_all_unless_the_config_grants_a_directory_or_environment() {
         registry(&plugin(
             "wasi",
             "eviction-policy",
-            &wasm("guest_wasi"),
+            &components::GUEST_WASI.path(),
             &config,
         ))
     });
@@ -77,7 +77,7 @@ fn wasi_is_deny_all_unless_the_config_grants_a_directory_or_environment() {
     let setup = registry(&plugin(
         "wasi",
         "eviction-policy",
-        &wasm("guest_wasi"),
+        &components::GUEST_WASI.path(),
         &format!("{config}{grants}"),
     ));
     let report = wasi_report(&setup);
@@ -101,7 +101,7 @@ fn wasi_is_deny_all_unless_the_config_grants_a_directory_or_environment() {
     let setup = registry(&plugin(
         "wasi",
         "eviction-policy",
-        &wasm("guest_wasi"),
+        &components::GUEST_WASI.path(),
         &format!("{config}{writable}"),
     ));
     let report = wasi_report(&setup);
@@ -113,7 +113,7 @@ fn wasi_is_deny_all_unless_the_config_grants_a_directory_or_environment() {
     let setup = registry(&plugin(
         "wasi",
         "eviction-policy",
-        &wasm("guest_wasi"),
+        &components::GUEST_WASI.path(),
         &format!(
             "  capabilities: {{directories: [{{hostPath: {}}}]}}\n",
             missing.display()

@@ -227,7 +227,7 @@ struct FixturePod {
     #[serde(default)]
     priority: i32,
     #[serde(default)]
-    qos: Option<String>,
+    qos: FixtureQos,
     #[serde(default)]
     is_static: bool,
     #[serde(default)]
@@ -288,14 +288,22 @@ fn signal_named(name: &str) -> Option<policy::Signal> {
     policy::Signal::ALL.into_iter().find(|s| s.as_str() == name)
 }
 
-fn qos_named(name: Option<&str>) -> Result<policy::QosClass, String> {
-    match name.unwrap_or("BestEffort") {
-        "Guaranteed" => Ok(policy::QosClass::Guaranteed),
-        "Burstable" => Ok(policy::QosClass::Burstable),
-        "BestEffort" => Ok(policy::QosClass::BestEffort),
-        other => Err(format!(
-            "{other:?} is not Guaranteed, Burstable or BestEffort"
-        )),
+/// A fixture pod's QoS class, by the name Kubernetes gives it; BestEffort when unset.
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+enum FixtureQos {
+    Guaranteed,
+    Burstable,
+    #[default]
+    BestEffort,
+}
+
+impl From<FixtureQos> for policy::QosClass {
+    fn from(qos: FixtureQos) -> Self {
+        match qos {
+            FixtureQos::Guaranteed => policy::QosClass::Guaranteed,
+            FixtureQos::Burstable => policy::QosClass::Burstable,
+            FixtureQos::BestEffort => policy::QosClass::BestEffort,
+        }
     }
 }
 
@@ -318,9 +326,9 @@ pub fn test_plugin(
     let fixture: Fixture =
         serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(&text))
             .map_err(|e| fixture_error(e.path().to_string(), e.into_inner().to_string()))?;
-    let dir = private_temp_dir().map_err(|e| plugin_error(file, e))?;
-    let loaded = serve_under_test(file, &dir, config_json, grants);
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = private_temp_dir().map_err(|e| plugin_error(file, e.to_string()))?;
+    let loaded = serve_under_test(file, dir.path(), config_json, grants);
+    drop(dir);
     let (world, registry) = loaded?;
     if let Some(rejected) = registry.report()["plugins"][0]["lastRejected"].as_object() {
         return Err(plugin_error(
@@ -344,8 +352,7 @@ pub fn test_plugin(
             for (i, pod) in fixture.pods.iter().enumerate() {
                 snapshot.pods.push(policy::PodInfo {
                     priority: pod.priority,
-                    qos: qos_named(pod.qos.as_deref())
-                        .map_err(|m| fixture_error(format!("pods[{i}].qos"), m))?,
+                    qos: pod.qos.into(),
                     is_static: pod.is_static,
                     is_critical: pod.is_critical,
                     has_stats: pod.has_stats,
@@ -459,25 +466,16 @@ fn serve_under_test(
     Ok((world, PluginRegistry::new(engine, Some(config_file))))
 }
 
-/// A new directory for one `plugin test` run that only this user can enter: made here with
-/// mode 0700, never one found in place under the shared temporary directory, since compiled
-/// code is loaded from it.
-fn private_temp_dir() -> Result<PathBuf, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    for attempt in 0..100 {
-        let dir = base.join(format!(
-            "wasmlet-plugin-test-{}-{attempt}",
-            std::process::id()
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
-        }
-    }
-    Err(format!(
-        "cannot create a directory of its own under {}: 100 names taken",
-        base.display()
-    ))
+/// A new directory for one `plugin test` run that only this user can enter: created here
+/// with mode 0700 under a fresh random name, never one found in place under the shared
+/// temporary directory, since compiled code is loaded from it. Removed when dropped.
+fn private_temp_dir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("wasmlet-plugin-test-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
 }
+
+#[cfg(test)]
+mod tests;

@@ -39,7 +39,7 @@ fn a_tls_registry_serves_with_its_ca_and_is_refused_without() {
     let Some(ip) = non_loopback_ipv4() else {
         return;
     };
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     // On loopback (plain HTTP unless a CA is given) and on another address (HTTPS always).
     for host in [LOOPBACK, ip] {
         let Some(server) = TestRegistry::start_tls(host) else {
@@ -125,7 +125,7 @@ fn plain_http_only_on_loopback_or_when_insecure() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let component = wasm("eviction_batch_first");
+    let component = components::EVICTION_BATCH_FIRST.path();
     let tag = server.reference("plugins/evict:v1");
     let err = push_plugin(&component, &tag, &RegistryAccess::default()).unwrap_err();
     assert!(

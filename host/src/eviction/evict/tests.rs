@@ -1,21 +1,9 @@
 use super::*;
 use crate::config::eviction::ThresholdValue;
 use crate::eviction::DecisionLog;
-use std::path::{Path, PathBuf};
 use wasmlet_plugin_host::{sha256_hex, PluginEngine, PodMeta};
 use wasmlet_policy_default::{PodInfo, QosClass, Signal, SignalObservation};
-
-/// A component built from plugins/ by scripts/build-plugins.sh.
-fn plugin_wasm(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../plugins/target/wasm32-wasip2/release")
-        .join(format!("{name}.wasm"));
-    assert!(
-        path.exists(),
-        "{name}.wasm is not built: run scripts/build-plugins.sh"
-    );
-    path
-}
+use wasmlet_test_support::components;
 
 /// Two evictable pods: `low` (priority 0) goes first by the upstream order, `batch`
 /// (priority 1000, `workload-class=batch`) first by `eviction_batch_first`.
@@ -62,7 +50,7 @@ fn snapshot() -> EvictionSnapshot {
 fn the_decision_log_shows_the_rollout_candidate_on_trial() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("policy.wasm");
-    std::fs::copy(plugin_wasm("eviction_default"), &live).unwrap();
+    std::fs::copy(components::EVICTION_DEFAULT.path(), &live).unwrap();
     let config = dir.path().join("plugins.yaml");
     std::fs::write(
         &config,
@@ -89,7 +77,7 @@ fn the_decision_log_shows_the_rollout_candidate_on_trial() {
     };
 
     decide(1);
-    let new = std::fs::read(plugin_wasm("eviction_batch_first")).unwrap();
+    let new = std::fs::read(components::EVICTION_BATCH_FIRST.path()).unwrap();
     let tmp = dir.path().join("policy.tmp");
     std::fs::write(&tmp, &new).unwrap();
     std::fs::rename(&tmp, &live).unwrap();

@@ -1,5 +1,5 @@
-//! The misbehaviour shared by the `guest-hostile-*` plugins (one per world, as a component
-//! exports one world): each export of each world calls [`act`], which does what the plugin
+//! The misbehaviour shared by the `guest_hostile_*` examples of this crate (one per world, as a
+//! component exports one world): each export of each world calls [`act`], which does what the plugin
 //! config asks when it names that export (or names none).
 //!
 //! Config (every field optional):

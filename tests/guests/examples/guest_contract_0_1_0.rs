@@ -5,7 +5,7 @@
 //! the pod-meta lookup shows the old import answered.
 
 wit_bindgen::generate!({
-    path: "../../../wit/history/0.1.0",
+    path: "../../wit/history/0.1.0",
     world: "wasmlet:plugin/eviction-policy@0.1.0",
 });
 

@@ -8,6 +8,7 @@ use wasmlet::cri::CriClient;
 use wasmlet::kuberuntime::pod_config::{self, NodeContext};
 use wasmlet::source::manifest;
 
+/// A count from environment variable `name` (`BENCH_*`), else `default`.
 pub fn env_count(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -15,12 +16,14 @@ pub fn env_count(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The `p`th percentile (nearest rank) of `samples`, which it sorts.
 pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
     let rank = ((p / 100.0) * (samples.len() as f64 - 1.0)).round() as usize;
     samples[rank.min(samples.len() - 1)]
 }
 
+/// Milliseconds of `d`.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -76,6 +79,7 @@ pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (
     (started.elapsed(), sandbox)
 }
 
+/// Stops and removes a sandbox the raw side started, with its containers.
 pub async fn remove_sandbox(cri: &CriClient, sandbox: &str) {
     let selector = wasmlet::cri::Labels::new();
     for c in cri.list_containers(selector).await.unwrap_or_default() {

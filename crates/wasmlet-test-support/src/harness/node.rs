@@ -3,6 +3,8 @@
 //! sandboxes labelled with its own node name, so tests run side by side. The secure port is
 //! off (`port: 0`) unless a test asks for it, on a free port.
 
+use super::options::NodeOptions;
+use super::pods::container_status;
 use serde_json::Value;
 use std::io::Write;
 use std::net::TcpListener;
@@ -24,6 +26,28 @@ pub fn cri_socket() -> PathBuf {
     path
 }
 
+/// The `wasmlet` binary cargo built beside the running test or benchmark: `WASMLET_BIN` when
+/// set, else `wasmlet` in the profile directory above `deps/`, where cargo puts test and bench
+/// executables (it builds a package's binaries before its tests and benchmarks).
+pub fn wasmlet_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("WASMLET_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let mut dir = exe.parent().expect("the test executable's directory");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("the profile directory above deps/");
+    }
+    let binary = dir.join("wasmlet");
+    assert!(
+        binary.exists(),
+        "no wasmlet binary at {} (cargo builds it for the wasmlet package's tests; else set WASMLET_BIN)",
+        binary.display()
+    );
+    binary
+}
+
+/// A loopback TCP port free at the time of asking.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -31,49 +55,18 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Settings a test may change; the defaults keep periods short.
-pub struct NodeOptions {
-    pub extra_kubelet: String,
-    pub extra_wasmlet: String,
-    /// Another containerd than the shared one (e.g. the image GC node's).
-    pub runtime_socket: Option<PathBuf>,
-    /// More `wasmlet run` flags (the cluster tests pass `--kubeconfig`).
-    pub extra_args: Vec<String>,
-    /// Serve the secure port (on a free port); off (`port: 0`) when `None`.
-    pub secure_port: Option<SecurePortOptions>,
-    /// `RUST_LOG` of the wasmlet process (`info,wasmlet=debug`); `None` leaves it unset so
-    /// `-v`/`--vmodule` and the config file decide.
-    pub rust_log: Option<String>,
-}
-
-/// The secure port of a test node.
-#[derive(Debug, Clone, Default)]
-pub struct SecurePortOptions {
-    /// `authentication.x509.clientCAFile`: the CA whose client certificates are accepted.
-    pub client_ca: Option<PathBuf>,
-}
-
-impl Default for NodeOptions {
-    fn default() -> Self {
-        Self {
-            extra_kubelet: String::new(),
-            extra_wasmlet:
-                "containerRestartBackOff: {initialPeriod: 1s, maxPeriod: 4s, resetPeriod: 60s}\ncadvisorHousekeepingPeriod: 1s\n"
-                    .into(),
-            runtime_socket: None,
-            extra_args: Vec::new(),
-            secure_port: None,
-            rust_log: Some("info,wasmlet=debug".into()),
-        }
-    }
-}
-
+/// A running `wasmlet run` process with its own directories and ports; stopped, and its pods
+/// removed, on drop.
 pub struct Node {
+    /// The node name (`--hostname-override`); static pods are named `<pod>-<node>`.
     pub name: String,
     /// How often `wait_for` polls (50 ms; benchmarks poll faster).
     pub poll: Duration,
+    /// The node's own directory: config, root dir, pod logs and wasmlet's log.
     pub dir: tempfile::TempDir,
+    /// The static pod directory (`staticPodPath`).
     pub manifests: PathBuf,
+    /// The read-only port on loopback.
     pub port: u16,
     /// The secure port, when the options asked for one.
     pub secure_port: Option<u16>,
@@ -82,14 +75,17 @@ pub struct Node {
     rust_log: Option<String>,
     child: Option<Child>,
     runtime: tokio::runtime::Runtime,
+    /// A CRI client of the node's containerd, for looking under wasmlet.
     pub cri: CriClient,
 }
 
 impl Node {
+    /// Starts a node with the default (short-period) options and waits for its read-only port.
     pub fn start(name: &str) -> Node {
         Self::start_with(name, NodeOptions::default())
     }
 
+    /// Starts a node with `options`, after removing any sandbox a previous node of this name left.
     pub fn start_with(name: &str, options: NodeOptions) -> Node {
         let dir = tempfile::tempdir().expect("temp dir");
         let manifests = dir.path().join("manifests");
@@ -182,7 +178,7 @@ impl Node {
             .append(true)
             .open(self.log_path())
             .unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_wasmlet"));
+        let mut command = Command::new(wasmlet_binary());
         match &self.rust_log {
             Some(filter) => command.env("RUST_LOG", filter),
             None => command.env_remove("RUST_LOG"),
@@ -219,14 +215,17 @@ impl Node {
         self.child.as_ref().map(|c| c.id())
     }
 
+    /// wasmlet's own log (its stderr).
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("wasmlet.log")
     }
 
+    /// wasmlet's log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
+    /// The node's `podLogsDir`.
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.path().join("logs")
     }
@@ -239,11 +238,13 @@ impl Node {
         }
     }
 
+    /// Kills wasmlet and starts it again on the same directories, as after a crash.
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
     }
 
+    /// Puts a static pod manifest in place atomically.
     pub fn write_manifest(&self, file: &str, text: &str) {
         // Write and rename, as a config-management tool would, so no half file is read.
         let tmp = self.dir.path().join(format!(".{file}.tmp"));
@@ -253,10 +254,12 @@ impl Node {
         std::fs::rename(&tmp, self.manifests.join(file)).unwrap();
     }
 
+    /// Removes a static pod manifest.
     pub fn remove_manifest(&self, file: &str) {
         std::fs::remove_file(self.manifests.join(file)).unwrap();
     }
 
+    /// The body of `GET path` on the read-only port, `None` on any failure.
     pub fn try_get(&self, path: &str) -> Option<String> {
         ureq::get(&format!("http://127.0.0.1:{}{path}", self.port))
             .timeout(Duration::from_secs(5))
@@ -280,6 +283,7 @@ impl Node {
         Some((content_type, response.into_string().ok()?))
     }
 
+    /// `GET path` on the read-only port as JSON; fails the test with the log when unanswered.
     pub fn get_json(&self, path: &str) -> Value {
         let text = self
             .try_get(path)
@@ -325,6 +329,7 @@ impl Node {
         })
     }
 
+    /// The last 40 lines of wasmlet's log, for failure messages.
     pub fn log_tail(&self) -> String {
         let log = self.log();
         let lines: Vec<&str> = log.lines().collect();
@@ -472,136 +477,4 @@ impl Drop for Node {
             wasmlet::volumes::cleanup(&root, &pod.file_name().to_string_lossy());
         }
     }
-}
-
-/// A pod manifest with one busybox container running `script`.
-pub fn busybox_pod(name: &str, spec_extra: &str, script: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{spec_extra}  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, {script:?}]\n"
-    )
-}
-
-static NULL: Value = Value::Null;
-
-/// The container status named `container` in a pod from `/pods` (`null` until it has one).
-pub fn container_status<'a>(pod: &'a Value, container: &str) -> &'a Value {
-    for key in ["containerStatuses", "initContainerStatuses"] {
-        if let Some(found) = pod["status"][key]
-            .as_array()
-            .and_then(|list| list.iter().find(|c| c["name"] == container))
-        {
-            return found;
-        }
-    }
-    &NULL
-}
-
-/// Seconds of a `Duration` for messages.
-pub fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
-
-/// The status of condition `kind` of a pod from `/pods` (`""` when absent).
-pub fn condition(pod: &Value, kind: &str) -> String {
-    pod["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("")
-        .to_string()
-}
-
-/// Writes a `PluginConfiguration` listing `plugins` (YAML list items) to `dir/plugins.yaml`.
-pub fn write_plugin_config(dir: &std::path::Path, plugins: &str) -> PathBuf {
-    let file = dir.join("plugins.yaml");
-    std::fs::write(
-        &file,
-        format!("apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\nplugins:\n{plugins}"),
-    )
-    .unwrap();
-    file
-}
-
-/// The number after `tag` on its line of `text` (lines of `TAG <unix seconds>` that a test's
-/// container appends to a shared file).
-pub fn event_time(text: &str, tag: &str) -> u64 {
-    text.lines()
-        .find(|l| l.split(' ').next() == Some(tag))
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {tag} in {text:?}"))
-}
-
-/// A plugin component built by scripts/build-plugins.sh (`plugins/` or `tests/guests/`).
-pub fn built_plugin(name: &str) -> PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let path = [
-        "plugins/target/wasm32-wasip2/release",
-        "tests/guests/target/wasm32-wasip2/release",
-    ]
-    .iter()
-    .map(|dir| root.join(dir).join(format!("{name}.wasm")))
-    .find(|p| p.exists())
-    .unwrap_or_else(|| panic!("{name}.wasm is not built: run scripts/build-plugins.sh"));
-    path
-}
-
-/// Seconds between two RFC 3339 times of a status.
-pub fn seconds_between(from: &Value, to: &Value) -> f64 {
-    let parse = |v: &Value| {
-        v.as_str()
-            .and_then(|s| s.parse::<k8s_openapi::jiff::Timestamp>().ok())
-            .unwrap_or_else(|| panic!("not a time: {v}"))
-    };
-    let (from, to) = (parse(from), parse(to));
-    (to.as_nanosecond() - from.as_nanosecond()) as f64 / 1e9
-}
-
-/// Lint findings upstream's kubelet has too: counters it named before the `_total` rule.
-const UPSTREAM_LINT: &[&str] = &[
-    "kubelet_evictions counter metrics should have \"_total\" suffix",
-    "kubelet_preemptions counter metrics should have \"_total\" suffix",
-    "kubelet_pleg_discard_events counter metrics should have \"_total\" suffix",
-];
-
-/// Runs promtool on `text`; fails on a parse error or on any lint finding upstream lacks.
-/// Without promtool the test fails under CI and says how to get it elsewhere.
-pub fn promtool_check(what: &str, text: &str) {
-    let child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(error) => {
-            assert!(
-                std::env::var("CI").is_err(),
-                "promtool is missing ({error}); scripts/test.sh installs Debian's prometheus package"
-            );
-            eprintln!("promtool missing ({error}): {what} not linted (apt-get install prometheus)");
-            return;
-        }
-    };
-    use std::io::Write;
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(text.as_bytes()).expect("write to promtool");
-    drop(stdin);
-    let output = child.wait_with_output().expect("promtool ran");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let unexpected: Vec<&str> = report
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .filter(|line| !UPSTREAM_LINT.iter().any(|known| line.contains(known)))
-        .collect();
-    assert!(
-        matches!(output.status.code(), Some(0) | Some(3)) && unexpected.is_empty(),
-        "promtool check metrics on {what}: {:?}\n{report}\n--- text ---\n{text}",
-        output.status.code()
-    );
 }
