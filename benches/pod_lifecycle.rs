@@ -14,12 +14,7 @@
 //! `cargo bench --bench pod_lifecycle` (env `BENCH_STARTS`, `BENCH_EXITS`, `BENCH_PODS`,
 //! `BENCH_FLOOR_PARALLEL`; `BENCH_NODE_LOG=FILE` keeps the node's log of the 110-pod start).
 
-#[path = "../tests/integration/harness.rs"]
-#[allow(dead_code)]
-mod harness;
-
-#[path = "support.rs"]
-mod support;
+use wasmlet_test_support::{bench as support, harness};
 
 use harness::{busybox_pod, container_status, Node, NodeOptions};
 use std::time::{Duration, Instant, SystemTime};
@@ -284,8 +279,7 @@ fn main() {
         window.as_secs(),
         ticks as f64 / hz / window.as_secs_f64() * 100.0
     );
-    let rss = rss_mib(pid);
-    println!("RSS of wasmlet at {pods} pods: {rss:.1} MiB\n");
+    println!("RSS of wasmlet at {pods} pods: {}\n", rss(pid));
     empty(&node, pods);
 
     // 4. The same pods, each with an exec readiness probe every 10 s.
@@ -313,11 +307,11 @@ fn main() {
     );
     println!("|---|---|---|---|");
     println!(
-        "| {:.1} s | {:.1} s | {:.2} % of one core | {:.1} MiB |",
+        "| {:.1} s | {:.1} s | {:.2} % of one core | {} |",
         all_running.as_secs_f64(),
         all_ready.as_secs_f64(),
         ticks as f64 / hz / window.as_secs_f64() * 100.0,
-        rss_mib(pid)
+        rss(pid)
     );
     empty(&node, pods);
 }
@@ -368,12 +362,21 @@ fn empty(node: &Node, pods: usize) {
     });
 }
 
-/// Resident memory of `pid`, MiB.
-fn rss_mib(pid: u32) -> f64 {
+/// Resident memory of `pid`: the total, and how much of it is the process's own (anonymous:
+/// heap, stacks) and how much file pages mapped from the binary and libraries.
+fn rss(pid: u32) -> String {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
+    let mib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kib| kib / 1024.0)
+    };
+    format!(
+        "{:.1} MiB (anonymous {:.1}, file {:.1})",
+        mib("VmRSS:"),
+        mib("RssAnon:"),
+        mib("RssFile:")
+    )
 }
