@@ -16,10 +16,3 @@ pub mod bench;
 pub mod harness;
 #[cfg(feature = "node")]
 pub mod secure_port;
-
-use std::path::PathBuf;
-
-/// The root of the wasmlet checkout this crate was built from.
-pub fn repository_root() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
