@@ -11,6 +11,7 @@ pub mod node;
 pub mod objects;
 pub mod pod_source;
 pub mod status_sync;
+pub mod watch_backoff;
 
 pub use objects::KubeObjectSource;
 

@@ -100,7 +100,8 @@ fn pods_keep_running_through_an_outage_and_the_api_catches_up() {
     c.wait_node_ready(&node);
     let log = node.log();
     assert!(
-        log.contains("pod watch expired (410 Gone)"),
+        log.lines()
+            .any(|l| l.contains("watch expired (410 Gone)") && l.contains(r#"watch="pods""#)),
         "the watch was forced to re-list:\n{}",
         node.log_tail()
     );

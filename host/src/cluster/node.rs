@@ -281,17 +281,15 @@ fn node_event(node: &str, type_: &str, status: &str) -> Option<(EventType, &'sta
 pub async fn watch_node(clients: ApiClients, view: watch::Sender<Option<Node>>) {
     let nodes: Api<Node> = Api::all(clients.main.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", clients.node_name));
-    let mut stream = watcher::watcher(nodes, config).boxed();
+    let mut stream =
+        super::watch_backoff::backed_off(watcher::watcher(nodes, config), "node").boxed();
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Apply(node)) | Ok(watcher::Event::InitApply(node)) => {
                 let _ = view.send(Some(node));
             }
             Ok(_) => {}
-            Err(error) => {
-                warn!(%error, "node watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+            Err(error) => warn!(%error, "node watch failed; the watch resumes with back-off"),
         }
     }
 }

@@ -85,9 +85,9 @@ impl KubeObjectSource {
     pub fn watch_services(mut self) -> Self {
         let (store, writer) = reflector::store();
         let api: Api<Service> = Api::all(self.clients.main.clone());
+        let watcher = watcher::watcher(api, watcher::Config::default());
         let stream =
-            reflector::reflector(writer, watcher::watcher(api, watcher::Config::default()))
-                .default_backoff()
+            super::watch_backoff::backed_off(reflector::reflector(writer, watcher), "services")
                 .touched_objects();
         tokio::spawn(async move {
             futures::pin_mut!(stream);

@@ -4,7 +4,7 @@
 //! the merge against what wasmlet holds and a pod deleted during the gap is terminated.
 //! Mirror pods are not pods to run: they go to the mirror pod manager.
 
-use super::ApiClients;
+use super::{watch_backoff, ApiClients};
 use crate::source::manifest::CONFIG_SOURCE_ANNOTATION;
 use crate::source::ApiSnapshot;
 use futures::StreamExt;
@@ -12,10 +12,9 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
-use kube::runtime::WatchStreamExt;
 use std::sync::Arc;
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 /// The annotation marking a mirror pod (its value is the static pod's config hash).
 pub const CONFIG_MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
@@ -36,18 +35,6 @@ fn publishes(event: &watcher::Event<Pod>) -> bool {
         event,
         watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
     )
-}
-
-/// Whether the watch failed with the API server's `410 Gone`: the resourceVersion it resumed
-/// from is older than the server keeps, so the watcher re-lists and the store swaps the new
-/// set in at `InitDone`; a pod deleted meanwhile is gone from it then.
-fn expired(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::WatchError(status) => status.code == 410,
-        watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 410,
-        _ => false,
-    }
 }
 
 /// The store's pods, split into pods to run and mirror pods.
@@ -71,8 +58,8 @@ fn annotate(mut pod: Pod) -> Pod {
 
 /// Watches the pods bound to this node until the process ends, publishing the pods to run
 /// on `pods` and the mirror pods on `mirrors`. The pods are held in kube-runtime's reflector
-/// store. Errors (the API server down, 410 Gone) are logged and the watch resumes with
-/// back-off; the last view stays published meanwhile.
+/// store. Errors (the API server down) are logged and the watch resumes with back-off; after
+/// 410 Gone it re-lists at once. The last view stays published meanwhile.
 pub async fn run(
     clients: ApiClients,
     pods: watch::Sender<Arc<ApiSnapshot>>,
@@ -80,17 +67,13 @@ pub async fn run(
 ) {
     let api: Api<Pod> = Api::all(clients.main.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", clients.node_name));
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut stream = watch_backoff::backed_off(watcher::watcher(api, config), "pods").boxed();
     let mut store = Writer::<Pod>::default();
     let held = store.as_reader();
     let mut ready = false;
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
-            Err(error) if expired(&error) => {
-                info!(%error, "pod watch expired (410 Gone); re-listing the pods bound to this node");
-                continue;
-            }
             Err(error) => {
                 warn!(%error, "pod watch failed; the watch resumes with back-off");
                 continue;
@@ -165,19 +148,6 @@ mod tests {
         );
         assert!(apply(&mut store, watcher::Event::InitDone));
         assert_eq!(uids(&split(held.state()).0), ["b", "c"]);
-    }
-
-    #[test]
-    fn a_410_is_told_apart_from_other_watch_failures() {
-        use kube::core::Status;
-        let gone = || Status::failure("too old resource version: 5 (9)", "Expired").with_code(410);
-        assert!(expired(&watcher::Error::WatchError(gone().boxed())));
-        assert!(expired(&watcher::Error::WatchStartFailed(
-            kube::Error::Api(gone().boxed())
-        )));
-        let unavailable = Status::failure("etcd is down", "ServiceUnavailable").with_code(503);
-        assert!(!expired(&watcher::Error::WatchError(unavailable.boxed())));
-        assert!(!expired(&watcher::Error::NoResourceVersion));
     }
 
     #[test]

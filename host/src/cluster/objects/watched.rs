@@ -156,9 +156,8 @@ fn watch<K: Watchable>(
     let (store, writer) = reflector::store();
     let api: Api<K> = Api::namespaced(client.clone(), namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let stream = reflector::reflector(writer, watcher::watcher(api, config))
-        .default_backoff()
-        .touched_objects();
+    let reflector = reflector::reflector(writer, watcher::watcher(api, config));
+    let stream = crate::cluster::watch_backoff::backed_off(reflector, "object").touched_objects();
     let (namespace, name) = (namespace.to_string(), name.to_string());
     let task = tokio::spawn(async move {
         futures::pin_mut!(stream);
