@@ -127,6 +127,12 @@ step "plugins: native tests of the Go, Python and JavaScript SDKs"
 python3 -m unittest discover -s plugins/sdk-python/tests
 node --test plugins/sdk-js/test/
 
+step "Go SDK bindings: generated from wit/ by plugins/go-bindgen, which is tested and linted"
+scripts/go-bindgen.sh --check
+cargo fmt --manifest-path plugins/go-bindgen/Cargo.toml -- --check
+cargo clippy --release --all-targets --manifest-path plugins/go-bindgen/Cargo.toml --target-dir target/go-bindgen -- -D warnings
+cargo test --release --manifest-path plugins/go-bindgen/Cargo.toml --target-dir target/go-bindgen
+
 step "cargo fmt"
 cargo fmt --all -- --check
 cargo fmt --all --manifest-path plugins/Cargo.toml -- --check

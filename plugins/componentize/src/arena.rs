@@ -7,7 +7,7 @@
 //! is no better: Go's `sbrk` assumes it owns all memory past its break and would hand those
 //! pages out again.
 //!
-//! So the Go SDK reserves a static array (`internal/abi`, `adapterArena`) that starts with
+//! So the Go SDK reserves a static array (`internal/cabi`, `adapterArena`) that starts with
 //! [`MARKER`] (followed there by non-zero bytes: Go's linker ends a data segment at 8 zero
 //! bytes, which would cut the marker's NUL off); this finds it in the data segments and adds a `cabi_realloc_adapter` export, a
 //! bump allocator over that array written in plain Wasm (no Go runtime involved), which

@@ -3,10 +3,10 @@
 package eviction
 
 import (
-	"fmt"
-
 	"wasmlet.dev/plugin"
 	"wasmlet.dev/plugin/internal/abi"
+	"wasmlet.dev/plugin/internal/wit"
+	"wasmlet.dev/plugin/internal/wit/evictionpolicy"
 )
 
 func export(p plugin.EvictionPolicy) {
@@ -14,42 +14,31 @@ func export(p plugin.EvictionPolicy) {
 	plugin.UseMeta(abi.Meta{})
 }
 
-// rank is the lowered export: node-info flattened, then (ptr, len) of pressure
-// (signal-observation: 32 bytes, signal at 0, available 8, capacity 16,
-// threshold 24) and of the packed pods.
-//
-//go:wasmexport rank
-func rank(memCap, memAlloc, cpuCap, cpuAlloc int64, podsCap, podCount int32, pidCap, nodefsCap, imagefsCap int64,
-	pressPtr, pressLen, podsPtr, podsLen uint32) uint32 {
-	defer abi.Guard()
-	abi.Begin()
-	defer abi.End()
-	node := plugin.NodeInfo{
-		MemoryCapacityBytes: uint64(memCap), MemoryAllocatableBytes: uint64(memAlloc),
-		CPUCapacityMillis: uint64(cpuCap), CPUAllocatableMillis: uint64(cpuAlloc),
-		PodsCapacity: uint32(podsCap), PodCount: uint32(podCount), PidCapacity: uint64(pidCap),
-		NodefsCapacityBytes: uint64(nodefsCap), ImagefsCapacityBytes: uint64(imagefsCap),
-	}
-	pressure := make([]plugin.SignalObservation, pressLen)
-	for i := range pressure {
-		p := pressPtr + 32*uint32(i)
-		signal := abi.Load8(p, 0)
-		if signal > uint8(plugin.PidAvailable) {
-			return abi.ReturnIndices(nil, fmt.Errorf("pressure %d has unknown signal %d", i, signal))
-		}
-		pressure[i] = plugin.SignalObservation{
-			Signal:    plugin.Signal(signal),
-			Available: int64(abi.Load64(p, 8)),
-			Capacity:  int64(abi.Load64(p, 16)),
-			Threshold: int64(abi.Load64(p, 24)),
-		}
-	}
-	pods, err := plugin.UnpackPods(abi.U64s(podsPtr, podsLen))
-	if err != nil {
-		return abi.ReturnIndices(nil, err)
-	}
+// exports answers the world's exports (internal/wit/evictionpolicy) with the
+// registered plugin.
+type exports struct{ abi.Base }
+
+func (exports) Rank(node wit.NodeInfo, pressure []wit.SignalObservation, pods []uint64) ([]uint32, error) {
 	if registered == nil {
-		return abi.ReturnIndices(nil, fmt.Errorf("no plugin registered"))
+		return nil, abi.ErrNoPlugin
 	}
-	return abi.ReturnIndices(registered.Rank(&node, pressure, pods))
+	info := plugin.NodeInfo{
+		MemoryCapacityBytes: node.MemoryCapacityBytes, MemoryAllocatableBytes: node.MemoryAllocatableBytes,
+		CPUCapacityMillis: node.CpuCapacityMillis, CPUAllocatableMillis: node.CpuAllocatableMillis,
+		PodsCapacity: node.PodsCapacity, PodCount: node.PodCount, PidCapacity: node.PidCapacity,
+		NodefsCapacityBytes: node.NodefsCapacityBytes, ImagefsCapacityBytes: node.ImagefsCapacityBytes,
+	}
+	observations := make([]plugin.SignalObservation, len(pressure))
+	for i, o := range pressure {
+		observations[i] = plugin.SignalObservation{
+			Signal: plugin.Signal(o.Signal), Available: o.Available, Capacity: o.Capacity, Threshold: o.Threshold,
+		}
+	}
+	infos, err := plugin.UnpackPods(pods)
+	if err != nil {
+		return nil, err
+	}
+	return registered.Rank(&info, observations, infos)
 }
+
+func init() { evictionpolicy.Impl = exports{} }

@@ -3,10 +3,10 @@
 package hooks
 
 import (
-	"errors"
-
 	"wasmlet.dev/plugin"
 	"wasmlet.dev/plugin/internal/abi"
+	"wasmlet.dev/plugin/internal/wit"
+	"wasmlet.dev/plugin/internal/wit/lifecyclehooks"
 )
 
 func export(p plugin.LifecycleHooks) {
@@ -14,52 +14,41 @@ func export(p plugin.LifecycleHooks) {
 	plugin.UseMeta(abi.Meta{})
 }
 
-var errNoPlugin = errors.New("no plugin registered")
+// exports answers the world's exports (internal/wit/lifecyclehooks) with the
+// registered plugin.
+type exports struct{ abi.Base }
 
-// admit is the lowered export: admission-pod flattened (index, priority, qos,
-// is-static, is-critical, containers); admission-container is 16 bytes: name
-// (ptr 0, len 4), is-init 8, has-cpu-request 9, has-memory-request 10,
-// has-cpu-limit 11, has-memory-limit 12.
-//
-//go:wasmexport admit
-func admit(index uint32, priority int32, qos, isStatic, isCritical, cPtr, cLen uint32) uint32 {
-	defer abi.Guard()
-	abi.Begin()
-	defer abi.End()
+func (exports) Admit(pod wit.AdmissionPod) error {
 	if registered == nil {
-		return abi.ReturnUnit(errNoPlugin)
+		return abi.ErrNoPlugin
 	}
-	pod := plugin.AdmissionPod{Index: index, Priority: priority, Qos: plugin.QosClass(qos),
-		IsStatic: isStatic != 0, IsCritical: isCritical != 0, Containers: make([]plugin.AdmissionContainer, cLen)}
-	for i := range pod.Containers {
-		p := cPtr + 16*uint32(i)
-		pod.Containers[i] = plugin.AdmissionContainer{
-			Name: abi.String(abi.Load32(p, 0), abi.Load32(p, 4)), IsInit: abi.Load8(p, 8) != 0,
-			HasCPURequest: abi.Load8(p, 9) != 0, HasMemoryRequest: abi.Load8(p, 10) != 0,
-			HasCPULimit: abi.Load8(p, 11) != 0, HasMemoryLimit: abi.Load8(p, 12) != 0,
+	admission := plugin.AdmissionPod{
+		Index: pod.Index, Priority: pod.Priority, Qos: plugin.QosClass(pod.Qos),
+		IsStatic: pod.IsStatic, IsCritical: pod.IsCritical,
+		Containers: make([]plugin.AdmissionContainer, len(pod.Containers)),
+	}
+	for i, c := range pod.Containers {
+		admission.Containers[i] = plugin.AdmissionContainer{
+			Name: c.Name, IsInit: c.IsInit,
+			HasCPURequest: c.HasCpuRequest, HasMemoryRequest: c.HasMemoryRequest,
+			HasCPULimit: c.HasCpuLimit, HasMemoryLimit: c.HasMemoryLimit,
 		}
 	}
-	return abi.ReturnUnit(registered.Admit(&pod))
+	return registered.Admit(&admission)
 }
 
-//go:wasmexport post-start
-func postStart(p, n uint32) uint32 {
-	defer abi.Guard()
-	abi.Begin()
-	defer abi.End()
+func (exports) PostStart(container string) error {
 	if registered == nil {
-		return abi.ReturnUnit(errNoPlugin)
+		return abi.ErrNoPlugin
 	}
-	return abi.ReturnUnit(registered.PostStart(abi.String(p, n), abi.Access{}))
+	return registered.PostStart(container, abi.Access{})
 }
 
-//go:wasmexport pre-stop
-func preStop(p, n, graceMs uint32) uint32 {
-	defer abi.Guard()
-	abi.Begin()
-	defer abi.End()
+func (exports) PreStop(container string, graceMs uint32) error {
 	if registered == nil {
-		return abi.ReturnUnit(errNoPlugin)
+		return abi.ErrNoPlugin
 	}
-	return abi.ReturnUnit(registered.PreStop(abi.String(p, n), graceMs, abi.Access{}))
+	return registered.PreStop(container, graceMs, abi.Access{})
 }
+
+func init() { lifecyclehooks.Impl = exports{} }

@@ -5,29 +5,31 @@ package probe
 import (
 	"wasmlet.dev/plugin"
 	"wasmlet.dev/plugin/internal/abi"
+	"wasmlet.dev/plugin/internal/wit"
+	"wasmlet.dev/plugin/internal/wit/probehandler"
 )
 
 func export(p plugin.ProbeHandler) { abi.Plugin = p }
 
-// check is the lowered export: probe-request flattened (args, timeout-ms,
-// pod-ip, ports, containers, container, kind); the result goes to the return area.
-//
-//go:wasmexport check
-func check(argsPtr, argsLen, timeout, ipPtr, ipLen, portsPtr, portsLen, contsPtr, contsLen, contPtr, contLen, kind uint32) uint32 {
-	defer abi.Guard()
-	abi.Begin()
-	defer abi.End()
+// exports answers the world's exports (internal/wit/probehandler) with the
+// registered plugin.
+type exports struct{ abi.Base }
+
+func (exports) Check(request wit.ProbeRequest) wit.ProbeResult {
 	if registered == nil {
-		return abi.ReturnProbe(plugin.Failed("no plugin registered"))
+		return wit.ProbeResult{Outcome: wit.ProbeOutcomeFailure, Message: abi.ErrNoPlugin.Error()}
 	}
 	req := plugin.ProbeRequest{
-		Args:       abi.String(argsPtr, argsLen),
-		TimeoutMs:  timeout,
-		PodIP:      abi.String(ipPtr, ipLen),
-		Ports:      abi.U16s(portsPtr, portsLen),
-		Containers: abi.Strings(contsPtr, contsLen),
-		Container:  abi.String(contPtr, contLen),
-		Kind:       plugin.ProbeKind(kind),
+		Args:       request.Args,
+		TimeoutMs:  request.TimeoutMs,
+		PodIP:      request.PodIp,
+		Ports:      request.Ports,
+		Containers: request.Containers,
+		Container:  request.Container,
+		Kind:       plugin.ProbeKind(request.Kind),
 	}
-	return abi.ReturnProbe(registered.Check(&req, abi.Access{Probe: true}))
+	result := registered.Check(&req, abi.Access{Probe: true})
+	return wit.ProbeResult{Outcome: wit.ProbeOutcome(result.Outcome), Message: result.Message}
 }
+
+func init() { probehandler.Impl = exports{} }

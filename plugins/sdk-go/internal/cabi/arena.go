@@ -1,6 +1,6 @@
 //go:build wasip1
 
-package abi
+package cabi
 
 // adapterArena is the memory of the WASI preview1 adapter (its state and its
 // stack). The adapter allocates them on the first WASI call, which Go's runtime
