@@ -33,7 +33,15 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// A YAML document in the file is malformed, not a mapping, or of an unknown kind.
+    /// The file is not YAML: the message says where the parser stopped.
+    #[error("{file}: {message}")]
+    Yaml {
+        /// The file named on the command line.
+        file: PathBuf,
+        /// What the parser found, with its line and column.
+        message: String,
+    },
+    /// A YAML document in the file is not a mapping, or of an unknown kind.
     #[error("{file}: document {index}: {message}")]
     Document {
         /// The file the document is in.
@@ -282,19 +290,21 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
     let mut kubelet = None;
     let mut wasmlet = None;
     let mut warnings = Vec::new();
-    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    let documents = wasmlet_plugin_host::yaml::documents(text).map_err(|e| ConfigError::Yaml {
+        file: path.to_path_buf(),
+        message: e.message,
+    })?;
+    for (index, value) in documents.into_iter().enumerate() {
         let doc_error = |message: String| ConfigError::Document {
             file: path.to_path_buf(),
             index,
             message,
         };
-        let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document)
-            .map_err(|e| doc_error(e.to_string()))?;
         if value.is_null() {
             continue;
         }
         let mapping = value
-            .as_mapping()
+            .as_object()
             .ok_or_else(|| doc_error("is not a mapping".into()))?;
         let text_of = |key: &str| mapping.get(key).and_then(|v| v.as_str()).unwrap_or("");
         match (text_of("apiVersion"), text_of("kind")) {
@@ -326,7 +336,7 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
     ))
 }
 
-fn typed<T: DeserializeOwned>(path: &Path, value: &serde_yaml::Value) -> Result<T, ConfigError> {
+fn typed<T: DeserializeOwned>(path: &Path, value: &serde_json::Value) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(value.clone()).map_err(|e| ConfigError::Field {
         file: path.to_path_buf(),
         field: e.path().to_string(),
@@ -335,12 +345,12 @@ fn typed<T: DeserializeOwned>(path: &Path, value: &serde_yaml::Value) -> Result<
 }
 
 fn warn_unknown(
-    mapping: &serde_yaml::Mapping,
+    mapping: &serde_json::Map<String, serde_json::Value>,
     known: &[&str],
     not_yet: &[&str],
     warnings: &mut Vec<ConfigWarning>,
 ) {
-    for key in mapping.keys().filter_map(|k| k.as_str()) {
+    for key in mapping.keys().map(String::as_str) {
         if known.contains(&key) {
             continue;
         }

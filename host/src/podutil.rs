@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn declared_ports_are_container_probe_and_handler_ports() {
-        let pod: Pod = serde_yaml::from_str(
+        let pod: Pod = wasmlet_plugin_host::yaml::from_str(
             r#"
 metadata: {name: p}
 spec:

@@ -371,7 +371,7 @@ mod tests {
         expect("loop.yaml", "cannot open");
         expect("big.yaml", "more than the 1048576 bytes");
         expect("fifo.yaml", "not a regular file");
-        expect("bomb.yaml", "limit exceeded");
+        expect("bomb.yaml", "budget breached");
         // The symlink to a good file is read (upstream follows symlinks), so the file it
         // points to, read after it, duplicates it.
         expect("z-good.yaml", "link.yaml");

@@ -298,7 +298,7 @@ fn unreadable_manifests_are_named_and_a_valid_one_that_turns_bad_keeps_its_pod()
         ("subdir.yaml", "is a directory"),
         ("dangling.yaml", "does not exist"),
         ("big.yaml", "more than the 1048576 bytes"),
-        ("bomb.yaml", "limit exceeded"),
+        ("bomb.yaml", "budget breached"),
         ("turns-bad.yaml", "keeps running"),
     ];
     let errors = node.wait_for(

@@ -25,6 +25,7 @@ mod state;
 mod timestamp;
 mod tool;
 mod wasi;
+pub mod yaml;
 
 pub use config::{
     Capabilities, DirectoryGrant, Limits, OciSource, PluginConfigError, PluginSource, PluginSpec,

@@ -192,10 +192,8 @@ impl Project {
 }
 
 fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, ProjectError> {
-    serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text)).map_err(|e| {
-        let field = e.path().to_string();
-        project_error(path, format!("field `{field}`: {}", e.into_inner()))
-    })
+    crate::yaml::from_str(text)
+        .map_err(|e| project_error(path, format!("field `{}`: {}", e.path, e.message)))
 }
 
 /// A flag and what the project shows must not contradict each other.

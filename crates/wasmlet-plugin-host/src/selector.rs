@@ -127,7 +127,7 @@ mod tests {
     }
 
     fn selector(yaml: &str) -> PodSelector {
-        serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
+        crate::yaml::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
     }
 
     #[test]
@@ -182,9 +182,9 @@ mod tests {
             Some("matchLabels")
         );
         assert_eq!(problem("namespaces: [a]"), None);
-        assert!(
-            serde_yaml::from_str::<PodSelector>("matchExpressions: [{key: a, operator: Has}]")
-                .is_err()
-        );
+        assert!(crate::yaml::from_str::<PodSelector>(
+            "matchExpressions: [{key: a, operator: Has}]"
+        )
+        .is_err());
     }
 }

@@ -324,8 +324,7 @@ pub fn test_plugin(
     let text = std::fs::read_to_string(fixture_file)
         .map_err(|e| fixture_error("(file)".into(), e.to_string()))?;
     let fixture: Fixture =
-        serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(&text))
-            .map_err(|e| fixture_error(e.path().to_string(), e.into_inner().to_string()))?;
+        crate::yaml::from_str(&text).map_err(|e| fixture_error(e.path, e.message))?;
     let dir = private_temp_dir().map_err(|e| plugin_error(file, e.to_string()))?;
     let loaded = serve_under_test(file, dir.path(), config_json, grants);
     drop(dir);

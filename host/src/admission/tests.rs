@@ -65,7 +65,8 @@ fn volumes_that_need_an_api_server_are_refused() {
 
 #[test]
 fn static_mirror_and_system_critical_pods_are_critical() {
-    let with = |yaml: &str| -> Pod { serde_yaml::from_str(yaml).expect("fixture pod") };
+    let with =
+        |yaml: &str| -> Pod { wasmlet_plugin_host::yaml::from_str(yaml).expect("fixture pod") };
     let file = with("metadata: {annotations: {kubernetes.io/config.source: file}}");
     let api = with("metadata: {annotations: {kubernetes.io/config.source: api}}");
     let mirror = with("metadata: {annotations: {kubernetes.io/config.mirror: abc}}");

@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     fn config(yaml: &str) -> KubeletConfiguration {
-        serde_yaml::from_str(yaml).expect("test config parses")
+        wasmlet_plugin_host::yaml::from_str(yaml).expect("test config parses")
     }
 
     #[test]

@@ -239,7 +239,7 @@ mod tests {
     use super::*;
 
     fn pod(yaml: &str) -> Pod {
-        serde_yaml::from_str(yaml).expect("fixture pod")
+        wasmlet_plugin_host::yaml::from_str(yaml).expect("fixture pod")
     }
 
     fn pressure(conditions: &[Condition], evict_static: bool) -> NodePressure {

@@ -411,7 +411,7 @@ mod tests {
     #[test]
     fn errors_read_as_before() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: web\n    image: busybox:local\n    ports: [{containerPort: 80, hostPort: 8080, protocol: QUIC}]\n";
-        let mut pod: Pod = serde_yaml::from_str(text).expect("test pod parses");
+        let mut pod: Pod = wasmlet_plugin_host::yaml::from_str(text).expect("test pod parses");
         assert_eq!(
             sandbox_config(&pod, &node(), 0).unwrap_err().to_string(),
             r#"unknown port protocol "QUIC""#

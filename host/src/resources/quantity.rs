@@ -44,6 +44,11 @@ pub enum QuantityError {
 /// so CPU comes out in millicores and memory in thousandths of bytes.
 pub fn parse_milli(text: &str) -> Result<i128, QuantityError> {
     let text = text.trim();
+    // An unquoted number past a float's range (`cpu: 1e400`) reaches the quantity as the
+    // float it overflowed to.
+    if matches!(text, "inf" | "+inf" | "-inf") {
+        return Err(QuantityError::TooLarge { text: text.into() });
+    }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
         .unwrap_or(text.len());
@@ -189,6 +194,8 @@ mod tests {
         let text = |q: &str| parse_milli(q).unwrap_err().to_string();
         assert_eq!(text("Mi"), r#"quantity "Mi" has no number"#);
         assert_eq!(text("1ex"), r#"quantity "1ex" has an invalid exponent"#);
+        // A YAML number past a float's range arrives as the infinity it overflowed to.
+        assert_eq!(text("inf"), r#"quantity "inf" is too large"#);
         // Absurd exponents answer at once, never wrap round.
         for absurd in [
             "1e2147483647",

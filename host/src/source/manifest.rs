@@ -52,14 +52,16 @@ fn error_place(path: &str) -> String {
 /// The document's `apiVersion` or `kind` when it is not `v1` / `Pod` (the typed parse reports
 /// either at the document's root): the field to fix rather than the whole document.
 fn type_problem(text: &str) -> Option<ManifestProblem> {
-    let serde_yaml::Value::Mapping(document) = serde_yaml::from_str(text).ok()? else {
+    let serde_json::Value::Object(document) =
+        wasmlet_plugin_host::yaml::from_str::<serde_json::Value>(text).ok()?
+    else {
         return None;
     };
     [("apiVersion", "v1"), ("kind", "Pod")]
         .into_iter()
         .find_map(|(field, expected)| match document.get(field) {
-            Some(serde_yaml::Value::String(value)) if value == expected => None,
-            Some(serde_yaml::Value::String(value)) => Some(problem(
+            Some(serde_json::Value::String(value)) if value == expected => None,
+            Some(serde_json::Value::String(value)) => Some(problem(
                 field,
                 format!("is {value:?}; a static pod manifest is apiVersion: v1, kind: Pod"),
             )),
@@ -70,25 +72,25 @@ fn type_problem(text: &str) -> Option<ManifestProblem> {
 
 /// Parses a manifest's text, validates it, and turns it into the pod the node runs.
 pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestProblem> {
-    let mut documents = serde_yaml::Deserializer::from_str(text);
-    let document = documents
-        .next()
-        .ok_or_else(|| problem("(file)", "is empty"))?;
-    let mut pod: Pod = serde_path_to_error::deserialize(document).map_err(|e| {
-        let place = error_place(&e.path().to_string());
-        let reason = e.into_inner().to_string();
+    // One document reads as a pod or names its field; only a text that does not is counted.
+    let mut pod: Pod = wasmlet_plugin_host::yaml::from_str(text).map_err(|e| {
+        match wasmlet_plugin_host::yaml::document_count(text) {
+            Ok(0) => return problem("(file)", "is empty"),
+            Ok(2..) => {
+                return problem(
+                    "(file)",
+                    "holds more than one YAML document; put one pod per file",
+                )
+            }
+            _ => {}
+        }
+        let place = error_place(&e.path);
         if place == "(document)" {
-            type_problem(text).unwrap_or_else(|| problem(place, reason))
+            type_problem(text).unwrap_or_else(|| problem(place, e.message))
         } else {
-            problem(place, reason)
+            problem(place, e.message)
         }
     })?;
-    if documents.next().is_some() {
-        return Err(problem(
-            "(file)",
-            "holds more than one YAML document; put one pod per file",
-        ));
-    }
     validate(&pod)?;
     apply_defaults(&mut pod, text, file, node_name);
     Ok(pod)

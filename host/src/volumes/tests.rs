@@ -210,7 +210,7 @@ mod api_objects;
 /// upstream mounts them; other volumes follow the `volumeMount`.
 #[test]
 fn api_data_volumes_are_mounted_read_only() {
-    let pod: Pod = serde_yaml::from_str(
+    let pod: Pod = wasmlet_plugin_host::yaml::from_str(
         r#"
 metadata: {name: p, uid: u}
 spec:

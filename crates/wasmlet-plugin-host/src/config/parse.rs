@@ -48,15 +48,15 @@ struct RawFile {
     api_version: String,
     kind: String,
     #[serde(default)]
-    plugins: Vec<serde_yaml::Value>,
+    plugins: Vec<serde_json::Value>,
 }
 
 /// Where in the file a parse error is: the root (`.`), or the empty key a YAML scan error
 /// leaves behind (`&a:\nb`), is the file's; its message gives the line and column.
-fn file_place(path: &serde_path_to_error::Path) -> String {
-    match path.to_string() {
-        place if place.is_empty() || place == "." => "(file)".into(),
-        place => place,
+fn file_place(path: &str) -> String {
+    match path {
+        "" | "." => "(file)".into(),
+        place => place.to_string(),
     }
 }
 
@@ -67,8 +67,8 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<PluginSpec>, PluginConfigErr
         place,
         message,
     };
-    let raw: RawFile = serde_path_to_error::deserialize(serde_yaml::Deserializer::from_str(text))
-        .map_err(|e| error(file_place(e.path()), e.into_inner().to_string()))?;
+    let raw: RawFile =
+        crate::yaml::from_str(text).map_err(|e| error(file_place(&e.path), e.message))?;
     if raw.api_version != API_VERSION || raw.kind != KIND {
         return Err(error(
             "apiVersion/kind".into(),

@@ -8,7 +8,7 @@ const FILE: &str = "/etc/wasmlet/plugins.yaml";
 fn a_yaml_scan_error_is_placed_in_the_file() {
     let error = parse(Path::new(FILE), "&d:\n}").unwrap_err();
     assert_eq!(error.place, "(file)", "{error}");
-    assert!(error.message.contains("line 2 column 1"), "{error}");
+    assert!(error.message.contains("line 2, column 1"), "{error}");
 }
 
 #[test]

@@ -97,7 +97,7 @@ pub(super) fn project_files(
     };
     let manifest = format!(
         "# What `wasmlet plugin build` needs to know; `wasmlet plugin new` wrote it.\n{}",
-        serde_yaml::to_string(&manifest).unwrap_or_default()
+        crate::yaml::to_string(&manifest).unwrap_or_default()
     );
     let mut files = vec![(MANIFEST, manifest), ("README.md", fill(readme(lang)))];
     match lang {

@@ -696,15 +696,15 @@ fn pod(yaml: &str, case: &str) -> Pod {
     } else {
         yaml.to_string()
     };
-    serde_yaml::from_str(&yaml).unwrap_or_else(|e| panic!("{case}: pod {yaml}: {e}"))
+    wasmlet_plugin_host::yaml::from_str(&yaml).unwrap_or_else(|e| panic!("{case}: pod {yaml}: {e}"))
 }
 
 #[test]
 fn predicates_table() {
     let mut failed = Vec::new();
     for case in CASES {
-        let node: Node =
-            serde_yaml::from_str(case.node).unwrap_or_else(|e| panic!("{}: node: {e}", case.name));
+        let node: Node = wasmlet_plugin_host::yaml::from_str(case.node)
+            .unwrap_or_else(|e| panic!("{}: node: {e}", case.name));
         let admitted = pod(case.pod, case.name);
         let others: Vec<Pod> = case.others.iter().map(|o| pod(o, case.name)).collect();
         let got = check(&admitted, &others, &node);
@@ -743,7 +743,7 @@ fn no_node_known_admits() {
 
 #[test]
 fn the_handler_reads_the_latest_node() {
-    let node = |yaml: &str| -> Option<Node> { serde_yaml::from_str(yaml).ok() };
+    let node = |yaml: &str| -> Option<Node> { wasmlet_plugin_host::yaml::from_str(yaml).ok() };
     let (tx, rx) = watch::channel(node(NODE));
     let handler = PredicateAdmitHandler::new(rx);
     let plain = pod(PLAIN, "latest");

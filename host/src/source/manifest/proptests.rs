@@ -4,8 +4,7 @@
 
 use super::*;
 use proptest::prelude::*;
-use serde::Deserialize as _;
-use serde_yaml::Value;
+use serde_json::Value;
 use std::collections::HashSet;
 
 const VALID: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: prod\n  labels: {app: web}\nspec:\n  restartPolicy: Always\n  terminationGracePeriodSeconds: 5\n  volumes:\n  - name: data\n    emptyDir: {sizeLimit: 64Mi}\n  initContainers:\n  - name: init\n    image: busybox:local\n  containers:\n  - name: web\n    image: busybox:local\n    env:\n    - name: LIMIT\n      valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}\n    resources:\n      requests: {cpu: 100m, memory: 32Mi}\n      limits: {cpu: '1', memory: 64Mi}\n    volumeMounts:\n    - {name: data, mountPath: /data, subPath: x}\n";
@@ -31,13 +30,13 @@ fn names_a_field_of(text: &str, field: &str) -> bool {
     if field == "(file)" {
         return document_count(text) != 1;
     }
-    let Ok(document) = serde_yaml::from_str::<Value>(text) else {
+    let Ok(document) = wasmlet_plugin_host::yaml::from_str::<Value>(text) else {
         let keys = keys_of(field);
         let above = &keys[..keys.len().saturating_sub(1)];
         return field == "(document)" || above.iter().all(|key| text.contains(key));
     };
     if field == "(document)" {
-        return !document.is_mapping();
+        return !document.is_object();
     }
     let field = dotted(field);
     let mut paths = HashSet::from([String::new()]);
@@ -50,21 +49,10 @@ fn names_a_field_of(text: &str, field: &str) -> bool {
         })
 }
 
-/// How many YAML documents `text` holds, as the loader counts them: none, one, or more (2).
-/// Each document is read before the next is asked for, as the iterator needs.
+/// How many YAML documents `text` holds, as the loader counts them; a text that is no YAML
+/// counts as one (the loader names the document, not the file).
 fn document_count(text: &str) -> usize {
-    let mut documents = serde_yaml::Deserializer::from_str(text);
-    let Some(first) = documents.next() else {
-        return 0;
-    };
-    if serde::de::IgnoredAny::deserialize(first).is_err() {
-        return 1;
-    }
-    if documents.next().is_some() {
-        2
-    } else {
-        1
-    }
+    wasmlet_plugin_host::yaml::document_count(text).unwrap_or(1)
 }
 
 /// `field` with each map entry written `.key` (a quantity's `limits[cpu]` is `limits.cpu`);
@@ -115,15 +103,9 @@ fn missing_under(rest: &str, at_root: bool) -> bool {
 /// Every path of `value` under `prefix`, map entries as `.key`, items as `[i]`.
 fn paths_of(value: &Value, prefix: &str, paths: &mut HashSet<String>) {
     match value {
-        Value::Mapping(map) => {
+        Value::Object(map) => {
             for (key, child) in map {
-                let key = match key {
-                    Value::String(s) => s.clone(),
-                    other => serde_yaml::to_string(other)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string(),
-                };
+                let key = key.clone();
                 let path = if prefix.is_empty() {
                     key
                 } else {
@@ -133,14 +115,13 @@ fn paths_of(value: &Value, prefix: &str, paths: &mut HashSet<String>) {
                 paths.insert(path);
             }
         }
-        Value::Sequence(items) => {
+        Value::Array(items) => {
             for (i, child) in items.iter().enumerate() {
                 let path = format!("{prefix}[{i}]");
                 paths_of(child, &path, paths);
                 paths.insert(path);
             }
         }
-        Value::Tagged(tagged) => paths_of(&tagged.value, prefix, paths),
         _ => {}
     }
 }

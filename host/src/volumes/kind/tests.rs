@@ -24,8 +24,8 @@ fn name(kind: &VolumeKind<'_>) -> &'static str {
 }
 
 fn answers(volume_yaml: &str) -> Answers {
-    let volume: Volume =
-        serde_yaml::from_str(volume_yaml).unwrap_or_else(|e| panic!("{volume_yaml}: {e}"));
+    let volume: Volume = wasmlet_plugin_host::yaml::from_str(volume_yaml)
+        .unwrap_or_else(|e| panic!("{volume_yaml}: {e}"));
     let kind = VolumeKind::of(&volume);
     Answers {
         kind: name(&kind),
@@ -237,8 +237,8 @@ fn each_projection_derives_its_kind() {
         ("none", "{}", false, false),
     ];
     for (case, projection, supported, api) in table {
-        let projection: VolumeProjection =
-            serde_yaml::from_str(projection).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let projection: VolumeProjection = wasmlet_plugin_host::yaml::from_str(projection)
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
         let kind = ProjectionKind::of(&projection);
         assert_eq!(kind.supported(), supported, "{case}");
         assert_eq!(kind.needs_api_objects(), api, "{case}");
