@@ -46,7 +46,7 @@ pub enum ConfigError {
     Document {
         /// The file the document is in.
         file: PathBuf,
-        /// The document's position in the file, counting from 0.
+        /// The document's position among the non-empty documents of the file, from 0.
         index: usize,
         /// What is wrong with it.
         message: String,
