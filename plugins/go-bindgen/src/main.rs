@@ -239,6 +239,13 @@ fn generate(
 /// The import block for what `body` uses of the standard library and of `packages`
 /// (selector prefix, import path).
 fn go_imports(body: &str, packages: &[(&str, &str)]) -> String {
+    // Only code counts: the doc comments carried over from WIT may say anything.
+    let code: String = body
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//") || line.starts_with("//go:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let body = code.as_str();
     let mut lines = Vec::new();
     for (selector, path) in [("errors.", "errors"), ("unsafe.", "unsafe")] {
         if body.contains(selector) {

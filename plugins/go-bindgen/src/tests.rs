@@ -55,6 +55,21 @@ fn a_result_needs_a_string_error() {
 }
 
 #[test]
+fn what_docs_say_imports_nothing() {
+    let dir = package(
+        "docs",
+        "    /// Mentions errors. and unsafe. and wit. in prose.\n    export f: func(x: u32) -> u32;",
+    );
+    let files = generate(&dir, "example.com/x/internal/wit", &["w".to_string()]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let interface = &files[&PathBuf::from("w/exports.go")];
+    assert!(interface.contains("Mentions errors."), "{interface}");
+    assert!(!interface.contains("import"), "{interface}");
+    let exports = &files[&PathBuf::from("w/exports_wasip1.go")];
+    assert!(!exports.contains("\"errors\""), "{exports}");
+}
+
+#[test]
 fn more_than_sixteen_flat_parameters_go_through_memory() {
     let params: Vec<String> = (0..17).map(|i| format!("p{i}: u32")).collect();
     let params = params.join(", ");
