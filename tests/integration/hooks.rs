@@ -33,10 +33,7 @@ fn stop_lines(log: &str) -> Vec<(u64, u64)> {
 #[test]
 fn post_start_writes_a_file_the_container_sees() {
     let node = Node::start("t-poststart");
-    node.write_manifest(
-        "ps.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: ps}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'while [ ! -f /tmp/poststart ]; do sleep 0.1; done; cat /tmp/poststart; cp /tmp/poststart /tmp/seen; exec sleep 600']\n    lifecycle:\n      postStart:\n        exec: {command: [sh, -c, 'echo hello-from-poststart > /tmp/poststart']}\n    readinessProbe:\n      exec: {command: [cat, /tmp/seen]}\n      periodSeconds: 1\n",
-    );
+    node.write_manifest("ps.yaml", include_str!("pods/hooks-ps.yaml"));
     let pod = node.wait_for("ready", Duration::from_secs(30), |n| {
         n.pod("ps")
             .filter(|p| container_status(p, "main")["ready"] == true)
@@ -57,10 +54,7 @@ fn post_start_writes_a_file_the_container_sees() {
 #[test]
 fn failed_post_start_kills_the_container() {
     let node = Node::start("t-poststart-fail");
-    node.write_manifest(
-        "psf.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: psf}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'exec sleep 600']\n    lifecycle:\n      postStart:\n        exec: {command: [sh, -c, 'echo broken >&2; exit 3']}\n",
-    );
+    node.write_manifest("psf.yaml", include_str!("pods/hooks-psf.yaml"));
     let pod = node.wait_for(
         "a restart after the hook failed",
         Duration::from_secs(60),

@@ -116,7 +116,7 @@ fn a_bad_manifest_is_reported_and_the_others_keep_running() {
     let started_at =
         good["status"]["containerStatuses"][0]["state"]["running"]["startedAt"].clone();
 
-    node.write_manifest("bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - name: c\n    image: docker.io/library/busybox:local\n    ports: [{containerPort: eighty}]\n");
+    node.write_manifest("bad.yaml", include_str!("pods/manifests-bad.yaml"));
     let report = node.wait_for(
         "the bad manifest to be reported",
         Duration::from_secs(10),

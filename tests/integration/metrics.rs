@@ -61,10 +61,7 @@ fn metrics_have_upstreams_names_formats_and_pass_promtool() {
             ..NodeOptions::default()
         },
     );
-    node.write_manifest(
-        "web.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: httpd\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'head -c 102400 /dev/zero > /scratch/data; exec httpd -f -p 8080']\n    volumeMounts: [{name: scratch, mountPath: /scratch}]\n    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n  volumes:\n  - name: scratch\n    emptyDir: {}\n",
-    );
+    node.write_manifest("web.yaml", include_str!("pods/metrics-web.yaml"));
     node.wait_for("web Ready", Duration::from_secs(30), |n| {
         n.pod("web").filter(|p| condition(p, "Ready") == "True")
     });

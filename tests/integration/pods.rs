@@ -6,7 +6,7 @@ use std::time::Duration;
 #[test]
 fn pod_reaches_running_with_an_ip_and_serves_http() {
     let node = Node::start("t-web");
-    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: web}}\nspec:\n  containers:\n  - name: httpd\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'echo \"$POD_NAME $POD_NAMESPACE $NODE_NAME $POD_IP $GREETING\" > /var/www/env.txt; exec httpd -f -p 8080 -h /var/www']\n    env:\n    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n    - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n    - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n    - {name: GREETING, value: 'hello $(POD_NAME)'}\n";
+    let manifest = include_str!("pods/pods-web.yaml");
     node.write_manifest("web.yaml", manifest);
     let pod = node.wait_phase("web", "Running", Duration::from_secs(30));
     let ip = pod["status"]["podIP"].as_str().expect("pod IP").to_string();
@@ -126,7 +126,7 @@ fn restart_policy_never_and_on_failure() {
 #[test]
 fn init_containers_run_in_order_and_a_failing_one_blocks_the_app() {
     let node = Node::start("t-init");
-    let ordered = "apiVersion: v1\nkind: Pod\nmetadata: {name: ordered}\nspec:\n  initContainers:\n  - {name: first, image: docker.io/library/busybox:local, command: [sh, -c, 'sleep 1']}\n  - {name: second, image: docker.io/library/busybox:local, command: [sh, -c, 'true']}\n  containers:\n  - {name: app, image: docker.io/library/busybox:local, command: [sh, -c, 'exec sleep 3600']}\n";
+    let ordered = include_str!("pods/pods-ordered.yaml");
     node.write_manifest("ordered.yaml", ordered);
     let pod = node.wait_phase("ordered", "Running", Duration::from_secs(40));
     for init in ["first", "second"] {
@@ -152,7 +152,7 @@ fn init_containers_run_in_order_and_a_failing_one_blocks_the_app() {
         "app started before the init containers finished"
     );
 
-    let blocked = "apiVersion: v1\nkind: Pod\nmetadata: {name: blocked}\nspec:\n  restartPolicy: Never\n  initContainers:\n  - {name: fails, image: docker.io/library/busybox:local, command: [sh, -c, 'exit 1']}\n  containers:\n  - {name: app, image: docker.io/library/busybox:local, command: [sh, -c, 'exec sleep 3600']}\n";
+    let blocked = include_str!("pods/pods-blocked.yaml");
     node.write_manifest("blocked.yaml", blocked);
     let pod = node.wait_phase("blocked", "Failed", Duration::from_secs(30));
     assert_eq!(
@@ -182,7 +182,7 @@ fn init_containers_run_in_order_and_a_failing_one_blocks_the_app() {
 #[test]
 fn memory_limited_container_ends_oom_killed() {
     let node = Node::start("t-oom");
-    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: hog}\nspec:\n  restartPolicy: Never\n  containers:\n  - name: hog\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'dd if=/dev/zero of=/dev/null bs=64M count=1']\n    resources: {limits: {memory: 16Mi}}\n";
+    let manifest = include_str!("pods/pods-hog.yaml");
     node.write_manifest("hog.yaml", manifest);
     let pod = node.wait_phase("hog", "Failed", Duration::from_secs(30));
     let terminated = &container_status(&pod, "hog")["state"]["terminated"];

@@ -190,12 +190,7 @@ fn a_real_page_cache_thrash_is_evicted_on_the_kernels_memory_stall_and_the_stall
     node.wait_phase("guaranteed", "Running", Duration::from_secs(60));
     node.write_manifest(
         "thrasher.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: thrasher\nspec:\n\
-         \x20 terminationGracePeriodSeconds: 1\n  volumes:\n  - name: data\n    emptyDir: {}\n\
-         \x20 containers:\n  - name: main\n    image: docker.io/library/busybox:local\n\
-         \x20   command: [sh, -c, \"while :; do dd if=/dev/zero of=/data/big bs=1M count=128 2>/dev/null; cat /data/big >/dev/null; done\"]\n\
-         \x20   resources: {requests: {memory: 4Mi}, limits: {memory: 64Mi}}\n\
-         \x20   volumeMounts:\n    - name: data\n      mountPath: /data\n",
+        include_str!("pods/pressure_eviction-thrasher.yaml"),
     );
 
     let decision = node.wait_for("an eviction on real PSI", Duration::from_secs(120), |n| {

@@ -31,7 +31,7 @@ fn exec_liveness_restarts_after_failure_threshold_periods() {
     let node = Node::start("t-live-exec");
     node.write_manifest(
         "liveness-exec.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: liveness-exec}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: liveness\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'touch /tmp/healthy; sleep 3; rm -f /tmp/healthy; sleep 600']\n    livenessProbe:\n      exec: {command: [cat, /tmp/healthy]}\n      periodSeconds: 1\n      failureThreshold: 2\n",
+        include_str!("pods/probes-liveness-exec.yaml"),
     );
     let pod = node.wait_for("a liveness restart", Duration::from_secs(60), |n| {
         n.pod("liveness-exec")
@@ -97,7 +97,7 @@ fn http_liveness_restarts_a_server_that_starts_failing() {
     let node = Node::start("t-live-http");
     node.write_manifest(
         "liveness-http.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: liveness-http}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: liveness\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'mkdir -p /www; echo ok > /www/healthz; (sleep 3; rm /www/healthz) & exec httpd -f -p 8080 -h /www']\n    ports: [{name: http, containerPort: 8080}]\n    livenessProbe:\n      httpGet:\n        path: /healthz\n        port: http\n        httpHeaders: [{name: Custom-Header, value: Awesome}]\n      initialDelaySeconds: 1\n      periodSeconds: 1\n      failureThreshold: 2\n",
+        include_str!("pods/probes-liveness-http.yaml"),
     );
     let pod = node.wait_for("a liveness restart", Duration::from_secs(60), |n| {
         n.pod("liveness-http")
@@ -121,10 +121,7 @@ fn http_liveness_restarts_a_server_that_starts_failing() {
 #[test]
 fn tcp_readiness_flips_ready() {
     let node = Node::start("t-ready-tcp");
-    node.write_manifest(
-        "ready.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: ready}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'sleep 4; httpd -f -p 8080 -h /var/www & pid=$!; sleep 8; kill $pid; exec sleep 600']\n    ports: [{containerPort: 8080}]\n    readinessProbe:\n      tcpSocket: {port: 8080}\n      periodSeconds: 1\n      failureThreshold: 1\n",
-    );
+    node.write_manifest("ready.yaml", include_str!("pods/probes-ready.yaml"));
     // Running but not ready: nothing listens yet.
     let pod = node.wait_for(
         "a running, unready container",
@@ -153,10 +150,7 @@ fn tcp_readiness_flips_ready() {
 fn startup_probe_holds_liveness_off() {
     let node = Node::start("t-startup");
     // Liveness would kill the container at once if it ran before the startup probe passed.
-    node.write_manifest(
-        "slow.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: slow}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'sleep 5; touch /tmp/started; exec sleep 600']\n    startupProbe:\n      exec: {command: [test, -f, /tmp/started]}\n      periodSeconds: 1\n      failureThreshold: 30\n    livenessProbe:\n      exec: {command: [test, -f, /tmp/started]}\n      periodSeconds: 1\n      failureThreshold: 1\n    readinessProbe:\n      exec: {command: [test, -f, /tmp/started]}\n      periodSeconds: 1\n",
-    );
+    node.write_manifest("slow.yaml", include_str!("pods/probes-slow.yaml"));
     let pod = node.wait_for("running, not started", Duration::from_secs(30), |n| {
         n.pod("slow").filter(|p| running(p, "app"))
     });
@@ -192,10 +186,7 @@ fn grpc_probes_against_a_health_server() {
     );
     // The server answers SERVING for 10 s from its start, then NOT_SERVING. Under load it may
     // take seconds to listen: the startup probe holds liveness off until it answers.
-    node.write_manifest(
-        "grpc.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090', '10']\n    ports: [{containerPort: 9090}]\n    startupProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n      failureThreshold: 30\n    readinessProbe:\n      grpc: {port: 9090}\n      periodSeconds: 1\n    livenessProbe:\n      grpc: {port: 9090, service: wasmlet}\n      periodSeconds: 1\n      failureThreshold: 3\n",
-    );
+    node.write_manifest("grpc.yaml", include_str!("pods/probes-grpc.yaml"));
     node.wait_for("Ready through grpc", Duration::from_secs(30), |n| {
         n.pod("grpc").filter(|p| condition(p, "Ready") == "True")
     });
@@ -225,7 +216,7 @@ fn grpc_probe_of_an_unknown_service_fails() {
     assert!(node.image_present("docker.io/library/wasmlet-test:local"));
     node.write_manifest(
         "grpc-unknown.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc-unknown}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: server\n    image: docker.io/library/wasmlet-test:local\n    imagePullPolicy: Never\n    command: [/usr/local/bin/grpc_health_server, '9090']\n    readinessProbe:\n      grpc: {port: 9090, service: nope}\n      periodSeconds: 1\n",
+        include_str!("pods/probes-grpc-unknown.yaml"),
     );
     node.wait_for("running", Duration::from_secs(30), |n| {
         n.pod("grpc-unknown").filter(|p| running(p, "server"))
@@ -257,10 +248,7 @@ fn grpc_probe_of_an_unknown_service_fails() {
 #[test]
 fn exec_probe_past_its_timeout_fails() {
     let node = Node::start("t-exec-timeout");
-    node.write_manifest(
-        "slow-exec.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: slow-exec}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    readinessProbe:\n      exec: {command: [sleep, '5']}\n      timeoutSeconds: 1\n      periodSeconds: 2\n      failureThreshold: 1\n",
-    );
+    node.write_manifest("slow-exec.yaml", include_str!("pods/probes-slow-exec.yaml"));
     node.wait_for(
         "the timeout counted as a failure",
         Duration::from_secs(30),
@@ -284,10 +272,7 @@ fn failed_startup_probe_kills_with_the_probes_own_grace_period() {
     let node = Node::start("t-startup-fail");
     // The pod's grace is 60 s and sleep as PID 1 ignores SIGTERM: only the probe's own
     // terminationGracePeriodSeconds (2 s) lets the restart come this soon.
-    node.write_manifest(
-        "never.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: never}\nspec:\n  terminationGracePeriodSeconds: 60\n  containers:\n  - name: app\n    image: docker.io/library/busybox:local\n    command: [sleep, '600']\n    startupProbe:\n      exec: {command: [test, -f, /tmp/never]}\n      periodSeconds: 1\n      failureThreshold: 2\n      terminationGracePeriodSeconds: 2\n",
-    );
+    node.write_manifest("never.yaml", include_str!("pods/probes-never.yaml"));
     let pod = node.wait_for(
         "a restart after the startup probe failed",
         Duration::from_secs(25),

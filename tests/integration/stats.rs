@@ -7,7 +7,7 @@ use crate::harness::Node;
 use serde_json::Value;
 use std::time::Duration;
 
-const BURNER: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: burner}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: burn\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'while :; do :; done']\n    resources: {limits: {cpu: 500m, memory: 64Mi}}\n";
+const BURNER: &str = include_str!("pods/stats-burner.yaml");
 
 /// The pod named `full` in a summary.
 fn pod_in<'a>(summary: &'a Value, full: &str) -> Option<&'a Value> {

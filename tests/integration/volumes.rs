@@ -13,7 +13,7 @@ fn empty_dir(node: &Node, uid: &str, name: &str) -> std::path::PathBuf {
 #[test]
 fn init_container_hands_work_to_the_app_through_an_empty_dir() {
     let node = Node::start("t-vol-init");
-    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: init-demo}\nspec:\n  terminationGracePeriodSeconds: 2\n  initContainers:\n  - name: install\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'echo made by the init container > /work-dir/index.html']\n    volumeMounts: [{name: workdir, mountPath: /work-dir}]\n  containers:\n  - name: web\n    image: docker.io/library/busybox:local\n    command: [httpd, -f, -p, '8080', -h, /usr/share/www]\n    volumeMounts: [{name: workdir, mountPath: /usr/share/www}]\n  volumes:\n  - {name: workdir, emptyDir: {}}\n";
+    let manifest = include_str!("pods/volumes-init-demo.yaml");
     node.write_manifest("init.yaml", manifest);
     let pod = node.wait_phase("init-demo", "Running", Duration::from_secs(40));
     let ip = pod["status"]["podIP"].as_str().unwrap().to_string();
@@ -128,7 +128,7 @@ fn host_path_types_create_or_fail_the_pod_with_a_reason() {
         "no container starts without its volumes"
     );
 
-    node.write_manifest("cm.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: cm}\nspec:\n  containers: [{name: c, image: docker.io/library/busybox:local}]\n  volumes: [{name: settings, configMap: {name: settings}}]\n");
+    node.write_manifest("cm.yaml", include_str!("pods/volumes-cm.yaml"));
     let rejected = node.wait_phase("cm", "Failed", Duration::from_secs(10));
     assert_eq!(rejected["status"]["reason"], "UnsupportedVolume");
     let message = rejected["status"]["message"].as_str().unwrap();
@@ -183,7 +183,7 @@ fn downward_api_volumes_show_the_pods_labels_and_follow_an_edit() {
 #[test]
 fn a_sub_path_swapped_for_a_symlink_out_of_the_volume_is_refused() {
     let node = Node::start("t-vol-subpath");
-    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: swapper}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: docker.io/library/busybox:local\n    command: [sh, -c, 'if [ -e /whole/swapped ]; then ls /sub; sleep 3600; fi; rm -rf /whole/sub; ln -s / /whole/sub; touch /whole/swapped']\n    volumeMounts:\n    - {name: data, mountPath: /sub, subPath: sub}\n    - {name: data, mountPath: /whole}\n  volumes:\n  - {name: data, emptyDir: {}}\n";
+    let manifest = include_str!("pods/volumes-swapper.yaml");
     node.write_manifest("swapper.yaml", manifest);
     let pod = node.wait_for("the restart to be refused", Duration::from_secs(60), |n| {
         let pod = n.pod("swapper")?;
