@@ -57,11 +57,25 @@ pub fn core_type(ty: WasmType) -> &'static str {
 pub struct Abi<'b, 'a> {
     pub bindings: &'b Bindings<'a>,
     pub qualifier: &'static str,
+    /// Whether what is lowered are an import's arguments, which the host reads only during
+    /// the call: strings and lists of numbers are then passed in place (the caller keeps them
+    /// alive across the call) instead of kept until the next export.
+    pub arguments: bool,
 }
 
 impl Abi<'_, '_> {
     fn go_type(&self, ty: &Type) -> Result<String> {
         self.bindings.go_type(ty, self.qualifier)
+    }
+
+    /// The runtime function that passes a string: in place for an import's arguments, kept
+    /// otherwise.
+    fn string_call(&self) -> &'static str {
+        if self.arguments {
+            "StringArg"
+        } else {
+            "KeepString"
+        }
     }
 
     /// A Go expression of the `ty` stored at `addr`.
@@ -234,7 +248,8 @@ impl Abi<'_, '_> {
             Type::String => {
                 let s = self.bindings.local("s");
                 out.push_str(&format!(
-                    "{s}p, {s}n := cabi.KeepString({value})\ncabi.Store32({a}, {s}p)\ncabi.Store32({}, {s}n)\n",
+                    "{s}p, {s}n := cabi.{}({value})\ncabi.Store32({a}, {s}p)\ncabi.Store32({}, {s}n)\n",
+                    self.string_call(),
                     addr.at(4).expr()
                 ));
             }
@@ -297,7 +312,12 @@ impl Abi<'_, '_> {
     fn lower_list(&self, elem: &Type, value: &str, out: &mut String) -> Result<(String, String)> {
         let l = self.bindings.local("l");
         if self.bindings.is_primitive(elem) {
-            out.push_str(&format!("{l}p, {l}n := cabi.KeepSlice({value})\n"));
+            let call = if self.arguments {
+                "SliceArg"
+            } else {
+                "KeepSlice"
+            };
+            out.push_str(&format!("{l}p, {l}n := cabi.{call}({value})\n"));
             return Ok((format!("{l}p"), format!("{l}n")));
         }
         let (size, align) = (self.bindings.size(elem), self.bindings.align(elem));
@@ -323,7 +343,10 @@ impl Abi<'_, '_> {
             Type::F32 | Type::F64 => vec![value.to_string()],
             Type::String => {
                 let s = self.bindings.local("s");
-                out.push_str(&format!("{s}p, {s}n := cabi.KeepString({value})\n"));
+                out.push_str(&format!(
+                    "{s}p, {s}n := cabi.{}({value})\n",
+                    self.string_call()
+                ));
                 vec![format!("{s}p"), format!("{s}n")]
             }
             Type::ErrorContext => bail!("error-context is not supported"),

@@ -120,6 +120,23 @@ impl<'a> Bindings<'a> {
         })
     }
 
+    /// Whether a value of `ty` points into memory (a string or list, or holds one).
+    pub fn holds_memory(&self, ty: &Type) -> bool {
+        match self.unalias(ty) {
+            Type::String => true,
+            Type::Id(id) => match self.definition(id).1 {
+                TypeDefKind::List(_) => true,
+                TypeDefKind::Record(record) => {
+                    record.fields.iter().any(|f| self.holds_memory(&f.ty))
+                }
+                TypeDefKind::Tuple(tuple) => tuple.types.iter().any(|ty| self.holds_memory(ty)),
+                TypeDefKind::Option(inner) => self.holds_memory(inner),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// Whether `ty` is a number, bool or char: stored in memory as Go stores it, so a list
     /// of them is a Go slice as it is.
     pub fn is_primitive(&self, ty: &Type) -> bool {

@@ -147,7 +147,15 @@ pub fn import(
         body.push_str("area := cabi.Addr(unsafe.Pointer(&importArea[0]))\n");
         args.push("area".into());
     }
-    let call = format!("{core}({})", args.join(", "));
+    // Strings and lists went in place: they stay alive until the host has read them.
+    let alive: String = function
+        .params
+        .iter()
+        .filter(|p| abi.bindings.holds_memory(&p.ty))
+        .map(|p| format!("runtime.KeepAlive({})\n", camel(&p.name)))
+        .collect();
+    let call = format!("{core}({})\n{alive}", args.join(", "));
+    let call = call.trim_end();
     let area = Addr::new("area");
     match (&shape, signature.retptr) {
         (Shape::Nothing, _) => body.push_str(&format!("{call}\n")),

@@ -101,10 +101,12 @@ fn generate(
     let wit_abi = Abi {
         bindings: &bindings,
         qualifier: "",
+        arguments: true,
     };
     let world_abi = Abi {
         bindings: &bindings,
         qualifier: "wit.",
+        arguments: false,
     };
     for world_name in worlds {
         let world_id = resolve
@@ -247,7 +249,11 @@ fn go_imports(body: &str, packages: &[(&str, &str)]) -> String {
         .join("\n");
     let body = code.as_str();
     let mut lines = Vec::new();
-    for (selector, path) in [("errors.", "errors"), ("unsafe.", "unsafe")] {
+    for (selector, path) in [
+        ("errors.", "errors"),
+        ("runtime.", "runtime"),
+        ("unsafe.", "unsafe"),
+    ] {
         if body.contains(selector) {
             lines.push(format!("\"{path}\""));
         }

@@ -98,3 +98,19 @@ fn more_than_sixteen_flat_parameters_go_through_memory() {
     );
     assert!(exports.contains("cabi.KeepString(ret)"), "{exports}");
 }
+
+#[test]
+fn import_arguments_go_in_place_and_stay_alive_across_the_call() {
+    let dir = package(
+        "arguments",
+        "    import greet: func(name: string, level: u8, words: list<string>);",
+    );
+    let files = generate(&dir, "example.com/x/internal/wit", &["w".to_string()]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let imports = &files[&PathBuf::from("imports_wasip1.go")];
+    assert!(imports.contains("cabi.StringArg(name)"), "{imports}");
+    assert!(!imports.contains("KeepString"), "{imports}");
+    assert!(imports.contains("runtime.KeepAlive(name)"), "{imports}");
+    assert!(imports.contains("runtime.KeepAlive(words)"), "{imports}");
+    assert!(!imports.contains("runtime.KeepAlive(level)"), "{imports}");
+}

@@ -189,3 +189,21 @@ func Alloc(size, align uint32) uint32 {
 	kept = append(kept, buf)
 	return Addr(unsafe.Pointer(&buf[0]))
 }
+
+// StringArg returns (pointer, length) of s for an import's argument, which the
+// host reads during the call only; the caller keeps s alive across the call.
+func StringArg(s string) (uint32, uint32) {
+	if len(s) == 0 {
+		return 1, 0
+	}
+	return Addr(unsafe.Pointer(unsafe.StringData(s))), uint32(len(s))
+}
+
+// SliceArg is StringArg for a list of numbers (or bools).
+func SliceArg[T any](s []T) (uint32, uint32) {
+	if len(s) == 0 {
+		var zero T
+		return uint32(unsafe.Alignof(zero)), 0
+	}
+	return Addr(unsafe.Pointer(unsafe.SliceData(s))), uint32(len(s))
+}

@@ -6,6 +6,7 @@ package wit
 
 import (
 	"errors"
+	"runtime"
 	"unsafe"
 
 	"wasmlet.dev/plugin/internal/cabi"
@@ -16,17 +17,19 @@ func importHostLog(c0 uint32, c1 uint32, c2 uint32, c3 uint32, c4 uint32)
 
 // HostLog calls log of wasmlet:plugin/host@0.1.2.
 func HostLog(level LogLevel, message string, fields []Tuple2[string, string]) {
-	s1p, s1n := cabi.KeepString(message)
+	s1p, s1n := cabi.StringArg(message)
 	l2 := cabi.Alloc(uint32(len(fields))*16, 4)
 	for i3, e4 := range fields {
-		s5p, s5n := cabi.KeepString(e4.F0)
+		s5p, s5n := cabi.StringArg(e4.F0)
 		cabi.Store32(l2+uint32(i3)*16, s5p)
 		cabi.Store32(l2+uint32(i3)*16+4, s5n)
-		s6p, s6n := cabi.KeepString(e4.F1)
+		s6p, s6n := cabi.StringArg(e4.F1)
 		cabi.Store32(l2+uint32(i3)*16+8, s6p)
 		cabi.Store32(l2+uint32(i3)*16+12, s6n)
 	}
 	importHostLog(uint32(level), s1p, s1n, l2, uint32(len(fields)))
+	runtime.KeepAlive(message)
+	runtime.KeepAlive(fields)
 }
 
 //go:wasmimport wasmlet:plugin/host@0.1.2 log-enabled
@@ -52,15 +55,17 @@ func importPodAccessExec(c0 uint32, c1 uint32, c2 uint32, c3 uint32, c4 uint32, 
 
 // PodAccessExec calls exec of wasmlet:plugin/pod-access@0.1.2.
 func PodAccessExec(container string, command []string, timeoutMs uint32) (ExecOutput, error) {
-	s1p, s1n := cabi.KeepString(container)
+	s1p, s1n := cabi.StringArg(container)
 	l2 := cabi.Alloc(uint32(len(command))*8, 4)
 	for i3, e4 := range command {
-		s5p, s5n := cabi.KeepString(e4)
+		s5p, s5n := cabi.StringArg(e4)
 		cabi.Store32(l2+uint32(i3)*8, s5p)
 		cabi.Store32(l2+uint32(i3)*8+4, s5n)
 	}
 	area := cabi.Addr(unsafe.Pointer(&importArea[0]))
 	importPodAccessExec(s1p, s1n, l2, uint32(len(command)), uint32(timeoutMs), area)
+	runtime.KeepAlive(container)
+	runtime.KeepAlive(command)
 	if cabi.Load8(area) != 0 {
 		var zero ExecOutput
 		return zero, errors.New(cabi.String(cabi.Load32(area+4), cabi.Load32(area+8)))
@@ -77,18 +82,20 @@ func importPodAccessHttpGet(c0 uint32, c1 uint32, c2 uint32, c3 uint32, c4 uint3
 
 // PodAccessHttpGet calls http-get of wasmlet:plugin/pod-access@0.1.2.
 func PodAccessHttpGet(port uint16, path string, headers []Tuple2[string, string], timeoutMs uint32) (HttpResponse, error) {
-	s1p, s1n := cabi.KeepString(path)
+	s1p, s1n := cabi.StringArg(path)
 	l2 := cabi.Alloc(uint32(len(headers))*16, 4)
 	for i3, e4 := range headers {
-		s5p, s5n := cabi.KeepString(e4.F0)
+		s5p, s5n := cabi.StringArg(e4.F0)
 		cabi.Store32(l2+uint32(i3)*16, s5p)
 		cabi.Store32(l2+uint32(i3)*16+4, s5n)
-		s6p, s6n := cabi.KeepString(e4.F1)
+		s6p, s6n := cabi.StringArg(e4.F1)
 		cabi.Store32(l2+uint32(i3)*16+8, s6p)
 		cabi.Store32(l2+uint32(i3)*16+12, s6n)
 	}
 	area := cabi.Addr(unsafe.Pointer(&importArea[0]))
 	importPodAccessHttpGet(uint32(port), s1p, s1n, l2, uint32(len(headers)), uint32(timeoutMs), area)
+	runtime.KeepAlive(path)
+	runtime.KeepAlive(headers)
 	if cabi.Load8(area) != 0 {
 		var zero HttpResponse
 		return zero, errors.New(cabi.String(cabi.Load32(area+4), cabi.Load32(area+8)))
@@ -138,9 +145,10 @@ func importPodMetaPodAnnotation(c0 uint32, c1 uint32, c2 uint32, c3 uint32)
 
 // PodMetaPodAnnotation calls pod-annotation of wasmlet:plugin/pod-meta@0.1.2.
 func PodMetaPodAnnotation(index uint32, key string) *string {
-	s1p, s1n := cabi.KeepString(key)
+	s1p, s1n := cabi.StringArg(key)
 	area := cabi.Addr(unsafe.Pointer(&importArea[0]))
 	importPodMetaPodAnnotation(uint32(index), s1p, s1n, area)
+	runtime.KeepAlive(key)
 	return cabi.Option(cabi.Load8(area) != 0, func() string { return cabi.String(cabi.Load32(area+4), cabi.Load32(area+8)) })
 }
 
@@ -149,9 +157,10 @@ func importPodMetaPodLabel(c0 uint32, c1 uint32, c2 uint32, c3 uint32)
 
 // PodMetaPodLabel calls pod-label of wasmlet:plugin/pod-meta@0.1.2.
 func PodMetaPodLabel(index uint32, key string) *string {
-	s1p, s1n := cabi.KeepString(key)
+	s1p, s1n := cabi.StringArg(key)
 	area := cabi.Addr(unsafe.Pointer(&importArea[0]))
 	importPodMetaPodLabel(uint32(index), s1p, s1n, area)
+	runtime.KeepAlive(key)
 	return cabi.Option(cabi.Load8(area) != 0, func() string { return cabi.String(cabi.Load32(area+4), cabi.Load32(area+8)) })
 }
 
