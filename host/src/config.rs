@@ -337,7 +337,7 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Parsed, ConfigError> {
 }
 
 fn typed<T: DeserializeOwned>(path: &Path, value: &serde_json::Value) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(value.clone()).map_err(|e| ConfigError::Field {
+    serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Field {
         file: path.to_path_buf(),
         field: e.path().to_string(),
         message: e.into_inner().to_string(),

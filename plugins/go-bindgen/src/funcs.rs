@@ -5,9 +5,10 @@
 use crate::abi::{core_type, Abi, Addr};
 use crate::bindings::Bindings;
 use crate::names::{camel, pascal};
+use crate::types::doc_comment;
 use anyhow::{bail, Context, Result};
 use std::collections::VecDeque;
-use wit_parser::abi::AbiVariant;
+use wit_parser::abi::{AbiVariant, WasmSignature};
 use wit_parser::{Function, Int, Type, TypeDefKind};
 
 /// How a WIT result maps to Go results.
@@ -74,9 +75,8 @@ fn go_params(abi: &Abi, function: &Function) -> Result<String> {
     Ok(params.join(", "))
 }
 
-/// The core function's parameter list and result for `variant`.
-fn core_signature(abi: &Abi, variant: AbiVariant, function: &Function) -> (String, String) {
-    let signature = abi.bindings.resolve.wasm_signature(variant, function);
+/// The core function's Go parameter list and result.
+fn core_signature(signature: &WasmSignature) -> (String, String) {
     let params = signature
         .params
         .iter()
@@ -87,23 +87,23 @@ fn core_signature(abi: &Abi, variant: AbiVariant, function: &Function) -> (Strin
     (params.join(", "), results.to_string())
 }
 
-/// The bytes a function's return area needs (0 when its result is not returned in memory).
-pub fn return_area(abi: &Abi, variant: AbiVariant, function: &Function) -> usize {
-    let signature = abi.bindings.resolve.wasm_signature(variant, function);
+/// The bytes `function`'s return area needs (0 when its result is not returned in memory).
+fn return_area(abi: &Abi, signature: &WasmSignature, function: &Function) -> usize {
     match (&function.result, signature.retptr) {
         (Some(ty), true) => abi.bindings.size(ty),
         _ => 0,
     }
 }
 
-/// The wrapper `go_name` around the import `name` of `module`, with its declaration.
+/// The wrapper `go_name` around the import `name` of `module`, with its declaration; returns
+/// the bytes of return area it needs.
 pub fn import(
     abi: &Abi,
     module: &str,
     go_name: &str,
     function: &Function,
     out: &mut String,
-) -> Result<()> {
+) -> Result<usize> {
     abi.bindings.reset_locals();
     let context = || format!("import {module} {}", function.name);
     let shape = Shape::of(abi.bindings, function).with_context(context)?;
@@ -111,7 +111,7 @@ pub fn import(
         .bindings
         .resolve
         .wasm_signature(AbiVariant::GuestImport, function);
-    let (core_params, core_result) = core_signature(abi, AbiVariant::GuestImport, function);
+    let (core_params, core_result) = core_signature(&signature);
     let core = format!("import{go_name}");
     out.push_str(&format!(
         "\n//go:wasmimport {module} {}\nfunc {core}({core_params}) {core_result}\n",
@@ -195,27 +195,12 @@ pub fn import(
         go_params(abi, function)?,
         shape.go_results(abi)?
     ));
-    Ok(())
+    Ok(return_area(abi, &signature, function))
 }
 
-/// The method that implements `function` in the world's `Exports` interface.
-pub fn export_method(abi: &Abi, method: &str, function: &Function) -> Result<String> {
-    let shape =
-        Shape::of(abi.bindings, function).with_context(|| format!("export {}", function.name))?;
-    let mut doc = String::new();
-    if let Some(text) = &function.docs.contents {
-        for line in text.lines() {
-            doc.push_str(&format!("// {}\n", line.trim_end()).replace("// \n", "//\n"));
-        }
-    }
-    Ok(format!(
-        "{doc}{method}({}) {}\n",
-        go_params(abi, function)?,
-        shape.go_results(abi)?
-    ))
-}
-
-/// The `//go:wasmexport core_name` function that calls `Impl.method`.
+/// The `//go:wasmexport core_name` function that calls `Impl.method` into `out`, and
+/// `method` with its documentation into `methods` (the world's `Exports` interface);
+/// returns the bytes of return area it needs.
 pub fn export(
     abi: &Abi,
     world: &str,
@@ -223,15 +208,22 @@ pub fn export(
     method: &str,
     function: &Function,
     out: &mut String,
-) -> Result<()> {
+    methods: &mut String,
+) -> Result<usize> {
     abi.bindings.reset_locals();
     let context = || format!("export {core_name}");
     let shape = Shape::of(abi.bindings, function).with_context(context)?;
+    doc_comment(&function.docs, "", methods);
+    methods.push_str(&format!(
+        "{method}({}) {}\n",
+        go_params(abi, function)?,
+        shape.go_results(abi)?
+    ));
     let signature = abi
         .bindings
         .resolve
         .wasm_signature(AbiVariant::GuestExport, function);
-    let (core_params, core_result) = core_signature(abi, AbiVariant::GuestExport, function);
+    let (core_params, core_result) = core_signature(&signature);
     let mut body = format!(
         "defer cabi.Guard()\ncabi.Begin()\ndefer cabi.End()\nif Impl == nil {{\npanic(\"no implementation of world {world} is registered\")\n}}\n"
     );
@@ -295,7 +287,7 @@ pub fn export(
     out.push_str(&format!(
         "\n//go:wasmexport {core_name}\nfunc export{method}({core_params}) {core_result} {{\n{body}}}\n"
     ));
-    Ok(())
+    Ok(return_area(abi, &signature, function))
 }
 
 /// The Go name of a function of an interface (`host`, `log` → `HostLog`) or of the world.

@@ -28,7 +28,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use types::UsedTypes;
-use wit_parser::abi::AbiVariant;
 use wit_parser::{Resolve, WorldItem};
 
 /// The first line of every generated file.
@@ -164,20 +163,15 @@ fn generate(
             };
             for (core_name, method, function) in functions {
                 used.add_function(&bindings, function)?;
-                methods.push_str(&funcs::export_method(&world_abi, &method, function)?);
-                funcs::export(
+                area = area.max(funcs::export(
                     &world_abi,
                     world_name,
                     &core_name,
                     &method,
                     function,
                     &mut exports,
-                )?;
-                area = area.max(funcs::return_area(
-                    &world_abi,
-                    AbiVariant::GuestExport,
-                    function,
-                ));
+                    &mut methods,
+                )?);
             }
         }
         let declarations = format!(
@@ -210,12 +204,7 @@ fn generate(
     let mut body = String::new();
     let mut area = 0;
     for ((module, _), (name, function)) in &imports {
-        funcs::import(&wit_abi, module, name, function, &mut body)?;
-        area = area.max(funcs::return_area(
-            &wit_abi,
-            AbiVariant::GuestImport,
-            function,
-        ));
+        area = area.max(funcs::import(&wit_abi, module, name, function, &mut body)?);
     }
     body.push_str(&format!(
         "\n// importArea is where the host writes an import's results.\nvar importArea [{}]uint64\n",

@@ -130,7 +130,7 @@ pub fn int_type(tag: Int) -> &'static str {
 }
 
 /// `docs` as a Go comment; `name`, when given, starts it as Go's doc comments do.
-fn doc_comment(docs: &Docs, name: &str, out: &mut String) {
+pub fn doc_comment(docs: &Docs, name: &str, out: &mut String) {
     let Some(text) = docs.contents.as_deref() else {
         if !name.is_empty() {
             out.push_str(&format!("// {name} is generated from WIT.\n"));

@@ -161,22 +161,19 @@ func Option[T any](some bool, value func() T) *T {
 
 // KeepString returns (pointer, length) of s, kept until the next export call.
 func KeepString(s string) (uint32, uint32) {
-	if len(s) == 0 {
-		return 1, 0
+	if len(s) > 0 {
+		kept = append(kept, s)
 	}
-	kept = append(kept, s)
-	return Addr(unsafe.Pointer(unsafe.StringData(s))), uint32(len(s))
+	return StringArg(s)
 }
 
 // KeepSlice returns (pointer, length) of a list of numbers (or bools), whose
 // Go layout is the canonical one, kept until the next export call.
 func KeepSlice[T any](s []T) (uint32, uint32) {
-	if len(s) == 0 {
-		var zero T
-		return uint32(unsafe.Alignof(zero)), 0
+	if len(s) > 0 {
+		kept = append(kept, s)
 	}
-	kept = append(kept, s)
-	return Addr(unsafe.Pointer(unsafe.SliceData(s))), uint32(len(s))
+	return SliceArg(s)
 }
 
 // Alloc returns size bytes (8-byte aligned, which covers every align) of Go
