@@ -234,8 +234,9 @@ impl PluginRegistry {
         }
         if let Some(pin) = &spec.sha256 {
             if *pin != sha256 {
-                slot.reject(
+                slot.refuse(
                     &sha256,
+                    digest,
                     format!("{origin}sha256 {sha256} does not match the pinned {pin}"),
                 );
                 return Offered::Refused;
@@ -245,7 +246,7 @@ impl PluginRegistry {
         let version = match LoadedPlugin::load(&self.engine, &spec, bytes, &sha256) {
             Ok(version) => version,
             Err(error) => {
-                slot.reject(&sha256, format!("{origin}{error}"));
+                slot.refuse(&sha256, digest, format!("{origin}{error}"));
                 return Offered::Refused;
             }
         };
@@ -264,7 +265,11 @@ impl PluginRegistry {
             span.record("fault", fault.kind());
         }
         if let Err(fault) = validated {
-            slot.reject(&sha256, format!("{origin}validation failed: {fault}"));
+            slot.refuse(
+                &sha256,
+                digest,
+                format!("{origin}validation failed: {fault}"),
+            );
             return Offered::Refused;
         }
         info!(plugin = %spec.name, %sha256, elapsed_ms = started.elapsed().as_millis() as u64, "plugin version validated");

@@ -32,6 +32,19 @@ pub(super) struct OciState {
     last_error: Option<String>,
 }
 
+impl OciState {
+    /// `digest` is the manifest of the version serving.
+    pub(super) fn serving_manifest(&mut self, digest: &str) {
+        self.serving = Some(digest.to_string());
+        self.refused = None;
+    }
+
+    /// `digest` was refused: not offered again until the tag moves.
+    pub(super) fn refused_manifest(&mut self, digest: &str) {
+        self.refused = Some(digest.to_string());
+    }
+}
+
 /// The wait before retrying after `failures` unreachable requests: from one second (or the
 /// poll period, if shorter) doubling up to the poll period.
 pub(super) fn retry_delay(failures: u32, period: Duration) -> Duration {
@@ -60,7 +73,7 @@ pub(super) fn start_poller(registry: &Arc<PluginRegistry>) {
 }
 
 impl PluginSlot {
-    fn oci(&self) -> MutexGuard<'_, OciState> {
+    pub(super) fn oci(&self) -> MutexGuard<'_, OciState> {
         self.oci.lock()
     }
 
@@ -238,24 +251,22 @@ impl PluginRegistry {
         state.last_error = None;
         match offered {
             Offered::Serving => {
+                // Swapped in with this digest, or the serving bytes under a new manifest.
+                state.serving_manifest(&digest);
                 drop(state);
-                self.promoted_oci(slot, Some(&digest));
+                self.record_tag(slot, Some(&digest));
             }
-            // Its trial records the verdict (`promoted_oci`, `refused_oci`).
+            // Its trial records the verdict (`PluginSlot::install`, `PluginSlot::refuse`).
             Offered::OnTrial => {}
+            // Recorded by `PluginSlot::refuse`, or earlier for a version rejected before.
             Offered::Refused => state.refused = Some(digest),
         }
     }
 
-    /// `digest` serves `slot` now: remembered, and recorded in the store as what its tag
-    /// resolved to (a node starting without its registry loads it).
-    pub(super) fn promoted_oci(&self, slot: &PluginSlot, digest: Option<&str>) {
+    /// `digest` serves `slot` now: recorded in the store as what its tag resolved to (a node
+    /// starting without its registry loads it).
+    pub(super) fn record_tag(&self, slot: &PluginSlot, digest: Option<&str>) {
         let Some(digest) = digest else { return };
-        {
-            let mut state = slot.oci();
-            state.serving = Some(digest.to_string());
-            state.refused = None;
-        }
         let spec = slot.spec_now();
         let (PluginSource::Oci(source), Some(store)) = (&spec.source, &self.oci_store) else {
             return;
@@ -265,13 +276,6 @@ impl PluginRegistry {
             if let Err(error) = store.record_ref(reference, digest) {
                 warn!(plugin = %slot.name, %reference, %error, "cannot record the tag's digest in the node's store");
             }
-        }
-    }
-
-    /// `digest` was refused after its trial: not offered again until the tag moves.
-    pub(super) fn refused_oci(&self, slot: &PluginSlot, digest: Option<String>) {
-        if digest.is_some() {
-            slot.oci().refused = digest;
         }
     }
 
@@ -287,14 +291,17 @@ impl PluginRegistry {
     ) {
         slot.metrics.pull(PullResult::Refused);
         let reason = error.to_string();
-        slot.reject_once(reason.clone());
-        slot.set_spec(spec);
-        let mut state = slot.oci();
-        state.next_poll = Some(Instant::now() + period);
-        state.last_error = Some(reason);
-        if digest.is_some() {
-            state.refused = digest;
+        {
+            // Before the rejection shows: a report with the reason has the digest too.
+            let mut state = slot.oci();
+            state.next_poll = Some(Instant::now() + period);
+            state.last_error = Some(reason.clone());
+            if digest.is_some() {
+                state.refused = digest;
+            }
         }
+        slot.reject_once(reason);
+        slot.set_spec(spec);
     }
 
     /// The registry was not reached: logged once until it is reached again, retried with

@@ -164,7 +164,7 @@ impl PluginSlot {
                         version.sha256
                     )),
                 );
-                self.install(Arc::new(version));
+                self.install(Arc::new(version), digest);
                 Offered::Serving
             }
         }
@@ -324,20 +324,20 @@ impl PluginRegistry {
             Some(Ok(())) => {
                 let trial = slot.end_trial(&mut rollouts, RolloutState::Promoted, None)?;
                 // Swapped in under the rollout lock: no offer sees the old version meanwhile.
-                slot.install(trial.version);
+                slot.install(trial.version, trial.record.digest.as_deref());
                 drop(rollouts);
-                self.promoted_oci(slot, trial.record.digest.as_deref());
+                self.record_tag(slot, trial.record.digest.as_deref());
                 rank.state = RolloutState::Promoted;
             }
             Some(Err(reason)) => {
                 let trial =
                     slot.end_trial(&mut rollouts, RolloutState::Refused, Some(reason.clone()))?;
                 drop(rollouts);
-                slot.reject(
+                slot.refuse(
                     &trial.record.sha256,
+                    trial.record.digest.as_deref(),
                     format!("{}refused after its trial: {reason}", trial.origin),
                 );
-                self.refused_oci(slot, trial.record.digest);
                 rank.state = RolloutState::Refused;
                 rank.reason = Some(reason);
             }

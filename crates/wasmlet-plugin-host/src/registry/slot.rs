@@ -152,7 +152,21 @@ impl PluginSlot {
         });
     }
 
-    pub(super) fn install(&self, version: Arc<LoadedPlugin>) {
+    /// Rejects a version; `digest`, its `oci://` manifest, is recorded as refused first, so a
+    /// report that shows the rejection shows the refused manifest too.
+    pub(super) fn refuse(&self, sha256: &str, digest: Option<&str>, reason: String) {
+        if let Some(digest) = digest {
+            self.oci().refused_manifest(digest);
+        }
+        self.reject(sha256, reason);
+    }
+
+    /// Swaps `version` in. `digest`, its `oci://` manifest, is recorded first, so a report
+    /// that shows the new version never shows the old manifest beside it.
+    pub(super) fn install(&self, version: Arc<LoadedPlugin>, digest: Option<&str>) {
+        if let Some(digest) = digest {
+            self.oci().serving_manifest(digest);
+        }
         let old = self.current.swap(Some(version));
         let new = self.current.load();
         let new_sha = new.as_ref().map(|v| v.sha256.as_str()).unwrap_or("");
