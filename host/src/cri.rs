@@ -43,9 +43,19 @@ pub mod labels {
     /// Which node agent owns the object: wasmlet only ever manages objects carrying its own
     /// node name, so several agents (or test nodes) can share one runtime safely.
     pub const NODE: &str = "wasmlet.dev/node";
-    /// Marks a sidecar (an init container with `restartPolicy: Always`): a pod's sidecars are
-    /// stopped after its other containers.
+    /// Marks a sidecar (an init container with `restartPolicy: Always`); its value is the
+    /// sidecar's position among the init containers: sidecars stop after the regular
+    /// containers, the last declared first.
     pub const SIDECAR: &str = "wasmlet.dev/sidecar";
+    /// Which list of the spec the container comes from ([`TYPE_REGULAR`], [`TYPE_INIT`],
+    /// [`TYPE_EPHEMERAL`]): sidecars outlive the regular containers only.
+    pub const CONTAINER_TYPE: &str = "wasmlet.dev/container-type";
+    /// A container of `spec.containers`.
+    pub const TYPE_REGULAR: &str = "regular";
+    /// A container of `spec.initContainers` (sidecars included).
+    pub const TYPE_INIT: &str = "init";
+    /// A container of `spec.ephemeralContainers`.
+    pub const TYPE_EPHEMERAL: &str = "ephemeral";
     /// Annotations, as upstream. The container's restart count when it was created, for
     /// tools that read upstream's annotations.
     pub const CONTAINER_RESTART_COUNT: &str = "io.kubernetes.container.restartCount";

@@ -16,6 +16,7 @@ mod sandbox;
 mod sub_path_expr;
 mod sync;
 mod termination_message;
+mod termination_order;
 
 pub use actions::{
     compute_pod_actions, container_hash, seed_backoff, ActionInput, BackOffHold, CreatedContainer,

@@ -11,6 +11,7 @@ use crate::podutil::{self, MINIMUM_GRACE};
 use crate::prober::{exec, http, wasm};
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{info, warn};
@@ -255,6 +256,21 @@ impl PodHooks {
         grace: Duration,
         message: String,
     ) -> Result<(), CriError> {
+        self.kill_in_turn(name, id, grace, message, std::future::ready(()))
+            .await
+    }
+
+    /// [`PodHooks::kill_because`] for a container that must outlive others: after its preStop
+    /// hooks it waits for `turn` (the containers it outlives exiting), within the grace left,
+    /// and is stopped with what is left then (at least 2 s), as upstream's `killContainer`.
+    pub async fn kill_in_turn(
+        &self,
+        name: &str,
+        id: &str,
+        grace: Duration,
+        message: String,
+        turn: impl Future<Output = ()>,
+    ) -> Result<(), CriError> {
         self.events.record(
             &ObjectRef::container(&self.pod, name),
             EventType::Normal,
@@ -264,9 +280,13 @@ impl PodHooks {
         let spent = self.pre_stop(name, id, grace).await;
         // Whole seconds, as upstream (`gracePeriod - int64(time.Since(start).Seconds())`):
         // CRI takes seconds, and a hook of a few milliseconds must not cost a second.
-        let left =
-            Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs())).max(MINIMUM_GRACE);
-        info!(container = %name, grace_s = left.as_secs(), prestop_ms = spent.as_millis() as u64, "stopping container");
+        let after_hooks = podutil::whole_seconds_left(grace, spent);
+        let waiting = Instant::now();
+        // A turn already come is taken even with no grace left (the future is polled first).
+        let _ = tokio::time::timeout(after_hooks, turn).await;
+        let waited = waiting.elapsed();
+        let left = podutil::whole_seconds_left(after_hooks, waited).max(MINIMUM_GRACE);
+        info!(container = %name, grace_s = left.as_secs(), prestop_ms = spent.as_millis() as u64, waited_ms = waited.as_millis() as u64, "stopping container");
         self.cri.stop_container(id, left).await
     }
 

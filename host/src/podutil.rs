@@ -12,6 +12,12 @@ use std::time::Duration;
 /// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
 pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 
+/// What is left of `grace` after `spent`, in whole seconds as upstream counts both (CRI takes
+/// seconds, and a hook of a few milliseconds must not cost a second).
+pub fn whole_seconds_left(grace: Duration, spent: Duration) -> Duration {
+    Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs()))
+}
+
 /// `<name>_<namespace>`, as upstream names pods in logs.
 pub fn full_name(pod: &Pod) -> String {
     format!(

@@ -196,7 +196,7 @@ spec:
 }
 
 #[test]
-fn a_sidecar_starts_before_and_stops_after_the_container_it_serves() {
+fn sidecars_start_in_order_and_stop_after_the_app_the_last_declared_first() {
     let _up = shared();
     let c = cluster();
     let ns = c.namespace("t-sidecar");
@@ -204,8 +204,10 @@ fn a_sidecar_starts_before_and_stops_after_the_container_it_serves() {
     c.wait_node_ready(&node);
     let marker = node.dir.path().join("order");
     std::fs::create_dir_all(&marker).expect("marker dir");
-    // Each container records its start and, on SIGTERM, its stop; the app takes 2 s to stop,
-    // so a sidecar stopped beside it (not after it) would record its stop first.
+    // Each container records its start and, on SIGTERM, its stop. Upstream's order: every
+    // preStop hook runs at once, then each sidecar is stopped after the app and after the
+    // sidecars declared after it. The app takes 3 s to stop and the proxy 1 s, so a sidecar
+    // stopped beside the app, or `log` beside `proxy`, would record its stop too early.
     c.apply(&format!(
         r#"apiVersion: v1
 kind: Pod
@@ -216,37 +218,47 @@ spec:
   terminationGracePeriodSeconds: 20
   volumes: [{{name: marker, hostPath: {{path: {marker}}}}}]
   initContainers:
+  - name: log
+    restartPolicy: Always
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{{name: marker, mountPath: /marker}}]
+    command: [sh, -c, "trap 'echo log-stop >> /marker/order; exit 0' TERM; echo log-start >> /marker/order; while true; do sleep 1; done"]
   - name: proxy
     restartPolicy: Always
     image: docker.io/library/busybox:local
     imagePullPolicy: IfNotPresent
     volumeMounts: [{{name: marker, mountPath: /marker}}]
-    command: [sh, -c, "trap 'echo proxy-stop >> /marker/order; exit 0' TERM; echo proxy-start >> /marker/order; while true; do sleep 1; done"]
+    lifecycle: {{preStop: {{exec: {{command: [sh, -c, "echo proxy-prestop >> /marker/order"]}}}}}}
+    command: [sh, -c, "trap 'sleep 1; echo proxy-stop >> /marker/order; exit 0' TERM; echo proxy-start >> /marker/order; while true; do sleep 1; done"]
   containers:
   - name: app
     image: docker.io/library/busybox:local
     imagePullPolicy: IfNotPresent
     volumeMounts: [{{name: marker, mountPath: /marker}}]
-    command: [sh, -c, "trap 'sleep 2; echo app-stop >> /marker/order; exit 0' TERM; echo app-start >> /marker/order; while true; do sleep 1; done"]
+    command: [sh, -c, "trap 'sleep 3; echo app-stop >> /marker/order; exit 0' TERM; echo app-start >> /marker/order; while true; do sleep 1; done"]
 "#,
         node = node.name,
         marker = marker.display()
     ));
     let pod = c.wait_pod_phase(&node, &ns, "served", "Running");
-    let proxy = &pod["status"]["initContainerStatuses"][0];
-    assert_eq!(proxy["name"], "proxy");
+    let sidecars = &pod["status"]["initContainerStatuses"];
+    assert_eq!(sidecars[0]["name"], "log");
+    assert_eq!(sidecars[1]["name"], "proxy");
     let order = || std::fs::read_to_string(marker.join("order")).unwrap_or_default();
-    c.wait_for(&node, "both started", Duration::from_secs(30), || {
-        (order() == "proxy-start\napp-start\n").then_some(())
+    c.wait_for(&node, "all three started", Duration::from_secs(30), || {
+        (order() == "log-start\nproxy-start\napp-start\n").then_some(())
     });
     c.wait_for(
         &node,
-        "the sidecar running and started in the API",
+        "the sidecars running and started in the API",
         Duration::from_secs(30),
         || {
             c.pod(&ns, "served").filter(|p| {
-                let proxy = &p["status"]["initContainerStatuses"][0];
-                proxy["state"]["running"].is_object() && proxy["started"] == true
+                (0..2).all(|i| {
+                    let sidecar = &p["status"]["initContainerStatuses"][i];
+                    sidecar["state"]["running"].is_object() && sidecar["started"] == true
+                })
             })
         },
     );
@@ -259,8 +271,8 @@ spec:
     );
     assert_eq!(
         order(),
-        "proxy-start\napp-start\napp-stop\nproxy-stop\n",
-        "the sidecar stops after the app"
+        "log-start\nproxy-start\napp-start\nproxy-prestop\napp-stop\nproxy-stop\nlog-stop\n",
+        "preStop hooks run at once; the sidecars stop after the app, the last declared first"
     );
     assert_never_forbidden(&node);
 }

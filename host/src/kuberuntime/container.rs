@@ -4,12 +4,14 @@
 
 use super::image::ImageWait;
 use super::sync::SyncOutcome;
+use super::termination_order::{self, Exits, Role};
 use super::{ignore_not_found, pod_config, RuntimeManager, SYNC_ERROR_RETRY};
 use crate::backoff::BackOff;
-use crate::cri::{api, labels, CriClient, CriError};
+use crate::cri::{api, CriClient, CriError};
 use crate::events::{EventType, ObjectRef};
 use crate::fieldpath::PodFacts;
 use crate::lifecycle::{HookKind, PodHooks};
+use crate::podutil::{self, MINIMUM_GRACE};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -315,45 +317,50 @@ fn share_target_pid(
     options.target_id = target_id.clone();
 }
 
-/// Stops every live container, each with its own grace period: the app and init containers
-/// in parallel, then the sidecars, as upstream stops them after the containers they serve;
-/// with `hooks`, each container's preStop hooks run first and their time is taken from its
-/// grace.
+/// Stops every live container, each with its own grace period, in upstream's termination
+/// order: all are asked at once (with `hooks`, each container's preStop hooks run first and
+/// their time is taken from its grace), and each sidecar is sent its stop signal once the
+/// regular containers and the sidecars declared after it have exited, or its grace runs out.
 pub async fn stop_all(
     cri: &CriClient,
     runtime: &PodRuntimeStatus,
     grace: impl Fn(&api::ContainerStatus) -> Duration,
     hooks: Option<&PodHooks>,
 ) -> Result<(), CriError> {
-    let is_sidecar = |c: &&api::ContainerStatus| c.labels.contains_key(labels::SIDECAR);
-    let (sidecars, others): (Vec<_>, Vec<_>) = runtime.live_containers().partition(is_sidecar);
-    stop_each(cri, others, &grace, hooks).await?;
-    stop_each(cri, sidecars, &grace, hooks).await
-}
-
-/// Stops `containers` in parallel.
-async fn stop_each(
-    cri: &CriClient,
-    containers: Vec<&api::ContainerStatus>,
-    grace: &impl Fn(&api::ContainerStatus) -> Duration,
-    hooks: Option<&PodHooks>,
-) -> Result<(), CriError> {
-    let stops = containers.into_iter().map(|c| {
-        let cri = cri.clone();
-        let id = c.id.clone();
-        let name = runtime_status::container_name(c).to_string();
-        let grace = grace(c);
-        async move {
-            match hooks {
-                Some(hooks) => hooks.kill(&name, &id, grace).await,
-                None => {
-                    debug!(container = %name, grace_s = grace.as_secs(), "stopping container");
-                    cri.stop_container(&id, grace).await
+    let live: Vec<&api::ContainerStatus> = runtime.live_containers().collect();
+    let roles: Vec<Role> = live.iter().map(|c| Role::of(c)).collect();
+    let waits = termination_order::prerequisites(&roles);
+    let exits = Exits::new(live.len());
+    let stops = live
+        .iter()
+        .zip(&waits)
+        .enumerate()
+        .map(|(index, (c, waits_for))| {
+            let cri = cri.clone();
+            let id = c.id.clone();
+            let name = runtime_status::container_name(c).to_string();
+            let grace = grace(c);
+            let turn = exits.turn(waits_for);
+            let exits = &exits;
+            async move {
+                let stopped = match hooks {
+                    Some(hooks) => {
+                        let message = format!("Stopping container {name}");
+                        hooks.kill_in_turn(&name, &id, grace, message, turn).await
+                    }
+                    None => {
+                        let waited = termination_order::wait_for_turn(turn, grace).await;
+                        let left = podutil::whole_seconds_left(grace, waited)
+                            .max(MINIMUM_GRACE.min(grace));
+                        debug!(container = %name, grace_s = left.as_secs(), "stopping container");
+                        cri.stop_container(&id, left).await
+                    }
                 }
+                .or_else(ignore_not_found);
+                exits.exited(index);
+                stopped
             }
-            .or_else(ignore_not_found)
-        }
-    });
+        });
     futures::future::join_all(stops).await.into_iter().collect()
 }
 

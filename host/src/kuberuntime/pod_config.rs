@@ -284,8 +284,18 @@ pub fn container_config(
         (labels::CONTAINER_NAME.to_string(), container.name.clone()),
     ]);
     container_labels.insert(labels::NODE.into(), node.node_name.clone());
-    if crate::podutil::is_sidecar(container) {
-        container_labels.insert(labels::SIDECAR.into(), "true".into());
+    let is_named = |c: &Container| c.name == container.name;
+    let init_position = spec.init_containers.iter().flatten().position(is_named);
+    let kind = if spec.containers.iter().any(is_named) {
+        labels::TYPE_REGULAR
+    } else if init_position.is_some() {
+        labels::TYPE_INIT
+    } else {
+        labels::TYPE_EPHEMERAL
+    };
+    container_labels.insert(labels::CONTAINER_TYPE.into(), kind.into());
+    if let (true, Some(position)) = (crate::podutil::is_sidecar(container), init_position) {
+        container_labels.insert(labels::SIDECAR.into(), position.to_string());
     }
     let annotations = HashMap::from([
         (
