@@ -101,12 +101,14 @@ spec:
         Duration::from_secs(120),
         || (read("kubernetes.io~configmap/settings/greeting") == "bonjour").then_some(()),
     );
-    // A key deleted from the configMap leaves the volume.
+    // A key deleted from the configMap leaves the volume. Within 30 s of the patch: the
+    // configMap was read at most a few seconds ago (the update above), so a cache of GET
+    // answers (strategy `Cache`, 60 s) would still serve the old object; the watch sees it.
     patch(r#"{"data":{"color":null}}"#);
     c.wait_for(
         &node,
-        "the deleted key gone from the volume",
-        Duration::from_secs(120),
+        "the deleted key gone from the volume (by the watch, before a 60 s cache could expire)",
+        Duration::from_secs(30),
         || {
             (!volume_dir
                 .join("kubernetes.io~configmap/settings/color")
