@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --release --manifest-path plugins/go-bindgen/Cargo.toml --target-dir target/go-bindgen
 target/go-bindgen/release/wasmlet-go-bindgen "$@" wit plugins/sdk-go/internal/wit wasmlet.dev/plugin/internal/wit \
-  eviction-policy gc-strategy probe-handler lifecycle-hooks
+  eviction-policy pressure-eviction-policy gc-strategy probe-handler lifecycle-hooks

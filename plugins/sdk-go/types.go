@@ -3,9 +3,9 @@
 // the host's functions, config parsing and the upstream default policies.
 //
 // A plugin is a `main` package that implements one interface (EvictionPolicy,
-// GcStrategy, ProbeHandler or LifecycleHooks) and registers it in init() with the
-// world package's Export (wasmlet.dev/plugin/eviction, .../gc, .../probe,
-// .../hooks). The same code runs natively under `go test` with the plugintest
+// PressureEvictionPolicy, GcStrategy, ProbeHandler or LifecycleHooks) and
+// registers it in init() with the world package's Export
+// (wasmlet.dev/plugin/eviction, .../pressure, .../gc, .../probe, .../hooks). The same code runs natively under `go test` with the plugintest
 // package, and is built into a component with GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared plus scripts/build-sdk-plugins.sh (see plugins/README.md).
 package plugin

@@ -479,11 +479,12 @@ fn sdk_costs() {
     }
 }
 
-/// The JavaScript `eviction-psi-guard` (world `pressure-eviction-policy`) asks to evict on the
-/// same readings as the Rust one, with the same pods in the same order and the same reason.
+/// The Go and JavaScript `eviction-psi-guard` (world `pressure-eviction-policy`) ask to evict
+/// on the same readings as the Rust one, with the same pods in the same order and the same
+/// reason.
 #[test]
-fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
-    let Some(sdks) = sdk_components_in("eviction-psi-guard", &["js"]) else {
+fn the_go_and_javascript_psi_guards_watch_pressure_as_the_rust_one() {
+    let Some(sdks) = sdk_components_in("eviction-psi-guard", &["go", "js"]) else {
         return;
     };
     let config =
@@ -495,15 +496,17 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
         config,
     ));
     rust.registry.reload();
-    let (_, path) = &sdks[0];
-    let js = registry(&plugin(
-        "js",
-        "eviction-policy",
-        path,
-        &format!("{config}{SDK_LIMITS}"),
-    ));
-    js.registry.reload();
-    assert!(js.registry.watches_pressure(), "{:#}", js.registry.report());
+    let others: Vec<(&str, Setup)> = sdks
+        .iter()
+        .map(|(lang, path)| {
+            let extra = format!("{config}{SDK_LIMITS}");
+            let setup = registry(&plugin(lang, "eviction-policy", path, &extra));
+            setup.registry.reload();
+            let report = setup.registry.report();
+            assert!(setup.registry.watches_pressure(), "{lang}: {report:#}");
+            (*lang, setup)
+        })
+        .collect();
     let mut rng = Lcg(31);
     let s = snapshot(&mut rng, 40, policy::Signal::MemoryAvailable);
     let (mut asked, mut some_asked) = (0, 0);
@@ -523,7 +526,6 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
             .registry
             .watch_pressure(&s, &psi)
             .expect("rust answers");
-        let got = js.registry.watch_pressure(&s, &psi).expect("js answers");
         let strip =
             |d: Option<wasmlet_plugin_host::PressureDecision>| d.map(|d| (d.order, d.reason));
         asked += usize::from(expected.is_some());
@@ -532,7 +534,12 @@ fn the_javascript_psi_guard_watches_pressure_as_the_rust_one() {
                 .as_ref()
                 .is_some_and(|d| d.reason.starts_with("memory some")),
         );
-        assert_eq!(strip(got), strip(expected), "second {second}");
+        let expected = strip(expected);
+        for (lang, other) in &others {
+            let got = other.registry.watch_pressure(&s, &psi);
+            let got = got.unwrap_or_else(|e| panic!("{lang} answers: {e}"));
+            assert_eq!(strip(got), expected, "{lang}, second {second}");
+        }
     }
     assert!(asked > 3, "the readings must make both ask several times");
     assert!(

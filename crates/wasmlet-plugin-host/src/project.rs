@@ -228,8 +228,23 @@ fn detect_lang(dir: &Path) -> Option<Lang> {
 
 /// The world a Go, Python or JavaScript project exports, from the SDK module it imports.
 fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ProjectError> {
+    Ok(sdk_modules(dir, lang)?
+        .iter()
+        .find_map(|module| match module.as_str() {
+            // `pressure`: an eviction policy that also exports `pressure-watch` (0.1.2).
+            "eviction" | "pressure" => Some(World::EvictionPolicy),
+            "probe" => Some(World::ProbeHandler),
+            "gc" => Some(World::GcStrategy),
+            "hooks" => Some(World::LifecycleHooks),
+            _ => None,
+        }))
+}
+
+/// The SDK modules (`eviction`, `pressure`, `probe`, ...) that the entry file of a Go,
+/// Python or JavaScript project imports, in the order it names them.
+fn sdk_modules(dir: &Path, lang: Lang) -> Result<Vec<String>, ProjectError> {
     let (file, prefixes): (&str, &[&str]) = match lang {
-        Lang::Rust => return Ok(None),
+        Lang::Rust => return Ok(Vec::new()),
         Lang::Go => ("main.go", &["\"wasmlet.dev/plugin/"]),
         Lang::Python => ("app.py", &["from wasmlet_plugin."]),
         Lang::Js => ("component.js", &["/src/", "wasmlet-plugin-sdk/"]),
@@ -237,40 +252,29 @@ fn detect_world(dir: &Path, lang: Lang) -> Result<Option<World>, ProjectError> {
     let path = dir.join(file);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(project_error(&path, format!("cannot read: {e}"))),
     };
-    let module = |rest: &str| -> Option<World> {
-        let word: String = rest
-            .chars()
+    let word = |rest: &str| -> String {
+        rest.chars()
             .take_while(|c| c.is_ascii_alphanumeric())
-            .collect();
-        match word.as_str() {
-            // `pressure`: an eviction policy that also exports `pressure-watch` (0.1.2).
-            "eviction" | "pressure" => Some(World::EvictionPolicy),
-            "probe" => Some(World::ProbeHandler),
-            "gc" => Some(World::GcStrategy),
-            "hooks" => Some(World::LifecycleHooks),
-            _ => None,
-        }
+            .collect()
     };
-    Ok(text.lines().find_map(|line| {
-        prefixes.iter().find_map(|prefix| {
-            line.find(prefix)
-                .and_then(|at| module(&line[at + prefix.len()..]))
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            prefixes
+                .iter()
+                .find_map(|prefix| line.find(prefix).map(|at| word(&line[at + prefix.len()..])))
         })
-    }))
+        .collect())
 }
 
-/// The WIT world a JavaScript project's component is built for: `pressure-eviction-policy`
-/// when its entry imports the SDK's `pressure` module (the eviction world plus the
-/// `pressure-watch` export), else the project's world.
-pub(crate) fn js_wit_world(dir: &Path, world: World) -> &'static str {
-    let imports_pressure = std::fs::read_to_string(dir.join("component.js")).is_ok_and(|text| {
-        text.lines().any(|line| {
-            line.contains("/src/pressure.js") || line.contains("wasmlet-plugin-sdk/pressure")
-        })
-    });
+/// The WIT world a Go or JavaScript project's component is built for:
+/// `pressure-eviction-policy` when its entry imports the SDK's `pressure` module (the
+/// eviction world plus the `pressure-watch` export), else the project's world.
+pub(crate) fn wit_world(dir: &Path, lang: Lang, world: World) -> &'static str {
+    let imports_pressure = sdk_modules(dir, lang).is_ok_and(|m| m.iter().any(|m| m == "pressure"));
     if world == World::EvictionPolicy && imports_pressure {
         "pressure-eviction-policy"
     } else {

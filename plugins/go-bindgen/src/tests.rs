@@ -70,6 +70,19 @@ fn what_docs_say_imports_nothing() {
 }
 
 #[test]
+fn a_section_heading_of_the_wit_file_is_not_an_items_doc() {
+    let dir = package(
+        "heading",
+        "    // ---- a section of the file\n\n    /// Doubles x.\n    export f: func(x: u32) -> u32;",
+    );
+    let files = generate(&dir, "example.com/x/internal/wit", &["w".to_string()]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let interface = &files[&PathBuf::from("w/exports.go")];
+    assert!(interface.contains("// Doubles x."), "{interface}");
+    assert!(!interface.contains("----"), "{interface}");
+}
+
+#[test]
 fn more_than_sixteen_flat_parameters_go_through_memory() {
     let params: Vec<String> = (0..17).map(|i| format!("p{i}: u32")).collect();
     let params = params.join(", ");

@@ -131,14 +131,23 @@ pub fn int_type(tag: Int) -> &'static str {
 
 /// `docs` as a Go comment; `name`, when given, starts it as Go's doc comments do.
 pub fn doc_comment(docs: &Docs, name: &str, out: &mut String) {
-    let Some(text) = docs.contents.as_deref() else {
+    // wit-parser keeps the plain `//` comments before an item too; a `// ---- ...` line heads
+    // a section of the WIT file and says nothing of the item.
+    let lines: Vec<&str> = docs
+        .contents
+        .as_deref()
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.starts_with("----"))
+        .collect();
+    if lines.is_empty() {
         if !name.is_empty() {
             out.push_str(&format!("// {name} is generated from WIT.\n"));
         }
         return;
-    };
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_end();
+    }
+    for (i, line) in lines.iter().enumerate() {
         if i == 0 && !name.is_empty() {
             out.push_str(&format!("// {name}: {line}\n"));
         } else if line.is_empty() {

@@ -22,23 +22,7 @@ func (exports) Rank(node wit.NodeInfo, pressure []wit.SignalObservation, pods []
 	if registered == nil {
 		return nil, abi.ErrNoPlugin
 	}
-	info := plugin.NodeInfo{
-		MemoryCapacityBytes: node.MemoryCapacityBytes, MemoryAllocatableBytes: node.MemoryAllocatableBytes,
-		CPUCapacityMillis: node.CpuCapacityMillis, CPUAllocatableMillis: node.CpuAllocatableMillis,
-		PodsCapacity: node.PodsCapacity, PodCount: node.PodCount, PidCapacity: node.PidCapacity,
-		NodefsCapacityBytes: node.NodefsCapacityBytes, ImagefsCapacityBytes: node.ImagefsCapacityBytes,
-	}
-	observations := make([]plugin.SignalObservation, len(pressure))
-	for i, o := range pressure {
-		observations[i] = plugin.SignalObservation{
-			Signal: plugin.Signal(o.Signal), Available: o.Available, Capacity: o.Capacity, Threshold: o.Threshold,
-		}
-	}
-	infos, err := plugin.UnpackPods(pods)
-	if err != nil {
-		return nil, err
-	}
-	return registered.Rank(&info, observations, infos)
+	return abi.Rank(registered, node, pressure, pods)
 }
 
 func init() { evictionpolicy.Impl = exports{} }

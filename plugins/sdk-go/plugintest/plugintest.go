@@ -110,6 +110,32 @@ func (c *EvictionCase) Pod(pods ...*Pod) *EvictionCase { c.Pods = append(c.Pods,
 // Rank calls policy.Rank as the host would (the pods through the packed wire
 // form) and returns its raw answer.
 func (c *EvictionCase) Rank(policy plugin.EvictionPolicy) ([]uint32, error) {
+	var answer []uint32
+	err := c.call(func(node *plugin.NodeInfo, pods []plugin.PodInfo) (err error) {
+		answer, err = policy.Rank(node, c.Pressure, pods)
+		return err
+	})
+	return answer, err
+}
+
+// Watch calls policy.Watch as the host would, with the case's pods and the
+// reading psi, and checks the pods it asks for as the host does (an index out of
+// range or listed twice is an error).
+func (c *EvictionCase) Watch(policy plugin.PressureEvictionPolicy, psi *plugin.NodePSI) (*plugin.EvictNow, error) {
+	var asked *plugin.EvictNow
+	err := c.call(func(node *plugin.NodeInfo, pods []plugin.PodInfo) (err error) {
+		asked, err = policy.Watch(node, psi, pods)
+		return err
+	})
+	if err != nil || asked == nil {
+		return nil, err
+	}
+	return asked, CheckIndices(asked.Pods, len(c.Pods), "pod")
+}
+
+// call runs one policy call as the host makes it: the pods through the packed
+// wire form, pod-meta answering for them during the call.
+func (c *EvictionCase) call(f func(node *plugin.NodeInfo, pods []plugin.PodInfo) error) error {
 	node := c.Node
 	node.PodCount = uint32(len(c.Pods))
 	infos := make([]plugin.PodInfo, len(c.Pods))
@@ -119,10 +145,19 @@ func (c *EvictionCase) Rank(policy plugin.EvictionPolicy) ([]uint32, error) {
 	}
 	pods, err := plugin.UnpackPods(plugin.PackPods(infos, nil))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer plugin.UseMeta(plugin.UseMeta(Snapshot{Pods: metas}))
-	return policy.Rank(&node, c.Pressure, pods)
+	return f(&node, pods)
+}
+
+// MemoryPSI is a node reading at readUnixMs with memory some and full avg10 at
+// the given percentages (the other fields zero).
+func MemoryPSI(readUnixMs uint64, somePercent, fullPercent float64) *plugin.NodePSI {
+	psi := &plugin.NodePSI{ReadUnixMs: readUnixMs}
+	psi.Memory.Some.Avg10 = uint32(somePercent * 100)
+	psi.Memory.Full.Avg10 = uint32(fullPercent * 100)
+	return psi
 }
 
 // RankNames calls Rank, checks the answer as the host does and names the pods

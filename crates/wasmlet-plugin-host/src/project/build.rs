@@ -197,7 +197,7 @@ impl Builder<'_> {
         let made = run(
             Command::new(componentize)
                 .arg(tree.wit())
-                .arg(world.as_str())
+                .arg(super::wit_world(&self.project.dir, Lang::Go, world))
                 .arg(&core)
                 .arg(self.out),
             "wasmlet-componentize",
@@ -312,7 +312,7 @@ impl Builder<'_> {
                 .arg(tree.sdk().join("build.mjs"))
                 .arg(&tools)
                 .arg(dir.join("component.js"))
-                .arg(super::js_wit_world(dir, world))
+                .arg(super::wit_world(dir, Lang::Js, world))
                 .arg(self.out)
                 .arg(tree.wit())
                 .current_dir(dir),

@@ -70,6 +70,46 @@ fn language_and_world_come_from_the_files() {
 }
 
 #[test]
+fn the_pressure_module_builds_the_pressure_eviction_world() {
+    let cases = [
+        (
+            Lang::Go,
+            "main.go",
+            "import (\n\t\"wasmlet.dev/plugin\"\n\t\"wasmlet.dev/plugin/pressure\"\n)\n",
+            "pressure-eviction-policy",
+        ),
+        (
+            Lang::Go,
+            "main.go",
+            "import \"wasmlet.dev/plugin/eviction\"\n",
+            "eviction-policy",
+        ),
+        (
+            Lang::Js,
+            "component.js",
+            "import { pressureEvictionWorld } from '../../src/pressure.js';\n",
+            "pressure-eviction-policy",
+        ),
+        (
+            Lang::Js,
+            "component.js",
+            "import { evictionWorld } from 'wasmlet-plugin-sdk/eviction';\n",
+            "eviction-policy",
+        ),
+    ];
+    for (lang, file, text, wit_world) in cases {
+        let dir = project_with(&[(file, text)]);
+        let project = Project::open(dir.path(), None, None).unwrap();
+        assert_eq!(project.world, Some(World::EvictionPolicy), "{text}");
+        assert_eq!(
+            super::wit_world(dir.path(), lang, World::EvictionPolicy),
+            wit_world,
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn the_manifest_wins_and_flags_must_agree() {
     let dir = project_with(&[
         (

@@ -153,8 +153,7 @@ type ExecOutput struct {
 	Stderr []byte
 }
 
-// ProbeKind: ---- probe-handler world (not hot path: one call per probe period)
-// Which probe of the container a check stands for.
+// ProbeKind: Which probe of the container a check stands for.
 type ProbeKind uint8
 
 const (
@@ -203,8 +202,7 @@ type ProbeResult struct {
 	Message string
 }
 
-// AdmissionContainer: ---- lifecycle-hooks world (one call per pod admission or hook)
-// One container of a pod under admission.
+// AdmissionContainer: One container of a pod under admission.
 type AdmissionContainer struct {
 	Name string
 	// An init container (sidecars, `restartPolicy: Always`, included).
@@ -225,4 +223,46 @@ type AdmissionPod struct {
 	IsStatic   bool
 	IsCritical bool
 	Containers []AdmissionContainer
+}
+
+// PsiLine: One line of the kernel's pressure stall information (`some` or
+// `full` in `/proc/pressure/<resource>`): the share of wall time in
+// which at least one task (`some`) or every non-idle task at once
+// (`full`) waited for the resource.
+type PsiLine struct {
+	// Average over the last 10 seconds, in hundredths of a percent
+	// (the kernel's `avg10=12.34` is 1234).
+	Avg10 uint32
+	// Average over the last 60 seconds, in hundredths of a percent.
+	Avg60 uint32
+	// Average over the last 300 seconds, in hundredths of a percent.
+	Avg300 uint32
+	// Stalled time since boot, in microseconds.
+	TotalUs uint64
+}
+
+// PsiResource: The two lines of one resource. A kernel without a `full` line (CPU
+// before Linux 5.13) reads as all zeros there.
+type PsiResource struct {
+	Some PsiLine
+	Full PsiLine
+}
+
+// NodePsi: The node's pressure stall information, read once per cycle.
+type NodePsi struct {
+	Cpu    PsiResource
+	Memory PsiResource
+	Io     PsiResource
+	// When the host read the files (Unix milliseconds).
+	ReadUnixMs uint64
+}
+
+// EvictNow: A plugin's decision to evict before any threshold is met.
+type EvictNow struct {
+	// Indices into the call's `pods`, first to evict first; the host
+	// evicts at most one (the first eligible one) per decision.
+	Pods []uint32
+	// Why, in the plugin's words; shown in the pod's status message,
+	// its event and `/evictions` beside the reading.
+	Reason string
 }
