@@ -281,10 +281,7 @@ impl PodHooks {
         // Whole seconds, as upstream (`gracePeriod - int64(time.Since(start).Seconds())`):
         // CRI takes seconds, and a hook of a few milliseconds must not cost a second.
         let after_hooks = podutil::whole_seconds_left(grace, spent);
-        let waiting = Instant::now();
-        // A turn already come is taken even with no grace left (the future is polled first).
-        let _ = tokio::time::timeout(after_hooks, turn).await;
-        let waited = waiting.elapsed();
+        let waited = podutil::wait_for_turn(turn, after_hooks).await;
         let left = podutil::whole_seconds_left(after_hooks, waited).max(MINIMUM_GRACE);
         info!(container = %name, grace_s = left.as_secs(), prestop_ms = spent.as_millis() as u64, waited_ms = waited.as_millis() as u64, "stopping container");
         self.cri.stop_container(id, left).await

@@ -6,8 +6,9 @@ use k8s_openapi::api::core::v1::{
     Container, EphemeralContainer, LifecycleHandler, Pod, PodCondition, Probe,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Upstream's floor on the grace period given to a container (`minimumGracePeriodInSeconds`).
 pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
@@ -16,6 +17,15 @@ pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 /// seconds, and a hook of a few milliseconds must not cost a second).
 pub fn whole_seconds_left(grace: Duration, spent: Duration) -> Duration {
     Duration::from_secs(grace.as_secs().saturating_sub(spent.as_secs()))
+}
+
+/// Waits for `turn` (the containers a container outlives exiting) at most `limit`; returns how
+/// long it waited. A turn already come is taken even with no time left (the future is polled
+/// before the limit is checked).
+pub async fn wait_for_turn(turn: impl Future<Output = ()>, limit: Duration) -> Duration {
+    let started = Instant::now();
+    let _ = tokio::time::timeout(limit, turn).await;
+    started.elapsed()
 }
 
 /// `<name>_<namespace>`, as upstream names pods in logs.

@@ -349,7 +349,7 @@ pub async fn stop_all(
                         hooks.kill_in_turn(&name, &id, grace, message, turn).await
                     }
                     None => {
-                        let waited = termination_order::wait_for_turn(turn, grace).await;
+                        let waited = podutil::wait_for_turn(turn, grace).await;
                         let left = podutil::whole_seconds_left(grace, waited)
                             .max(MINIMUM_GRACE.min(grace));
                         debug!(container = %name, grace_s = left.as_secs(), "stopping container");

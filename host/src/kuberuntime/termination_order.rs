@@ -5,7 +5,6 @@
 
 use crate::cri::{api, labels};
 use std::future::Future;
-use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// What a live container is, for its place in the order.
@@ -96,17 +95,11 @@ impl Exits {
     }
 }
 
-/// Waits for `turn` at most `limit`; returns how long it waited. A turn already come is taken
-/// even with no time left (the future is polled before the limit is checked).
-pub(super) async fn wait_for_turn(turn: impl Future<Output = ()>, limit: Duration) -> Duration {
-    let started = Instant::now();
-    let _ = tokio::time::timeout(limit, turn).await;
-    started.elapsed()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::podutil::wait_for_turn;
+    use std::time::Duration;
     use Role::{Other, Regular, Sidecar};
 
     #[test]
