@@ -1,7 +1,12 @@
-//! The cgroup manager's part that is not a reading: pod-level cgroup directories. With the
+//! The cgroup manager's part that is not a reading: pod-level cgroup directories and their
+//! limits ([`set_pod_limits`]). With the
 //! cgroupfs driver runc creates and removes container cgroups under the pod's `cgroup_parent`,
 //! but the pod directories are the kubelet's to remove. Readings of cgroups live in
 //! [`crate::stats::cgroup`].
+
+mod pod_limits;
+
+pub use pod_limits::{pod_limits, set_pod_limits, PodLimits, CPU_PERIOD_US};
 
 use std::path::Path;
 
@@ -43,8 +48,7 @@ fn limit_pods_cgroup_at(root: &Path, cpu_millis: i64, memory_bytes: i64) -> std:
     if root.join("cgroup.controllers").exists() {
         let dir = root.join(PODS_CGROUP);
         std::fs::create_dir_all(&dir)?;
-        // Upstream's CPUSharesToCPUWeight.
-        let weight = 1 + ((shares - 2) * 9999) / 262_142;
+        let weight = pod_limits::shares_to_weight(shares);
         std::fs::write(dir.join("cpu.weight"), weight.to_string())?;
         std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
         return Ok(());

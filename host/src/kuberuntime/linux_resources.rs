@@ -2,7 +2,8 @@
 //! `kuberuntime_container_linux.go`: CPU shares and quota, the memory limit and the OOM score.
 
 use crate::resources::{
-    bytes, cpu_millis, milli_cpu_to_shares, requests_and_limits, QosClass, QuantityError,
+    bytes, cpu_millis, milli_cpu_to_quota, milli_cpu_to_shares, requests_and_limits, QosClass,
+    QuantityError,
 };
 use k8s_openapi::api::core::v1::Container;
 
@@ -16,8 +17,7 @@ pub struct LinuxResources {
     pub oom_score_adj: i64,
 }
 
-const CPU_PERIOD: i64 = 100_000;
-const MIN_QUOTA: i64 = 1000;
+const CPU_PERIOD: i64 = crate::cgroups::CPU_PERIOD_US;
 
 /// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
 /// the memory limit as is, and the QoS-derived OOM score adjustment. Fails only on a request
@@ -33,10 +33,7 @@ pub fn linux_resources(
     let memory_request = requests.get("memory").map(bytes).transpose()?.unwrap_or(0);
     let memory_limit = limits.get("memory").map(bytes).transpose()?.unwrap_or(0);
     let cpu_shares = milli_cpu_to_shares(cpu_request.unwrap_or(0));
-    let cpu_quota = match cpu_limit {
-        Some(milli) if milli > 0 => (milli.saturating_mul(CPU_PERIOD) / 1000).max(MIN_QUOTA),
-        _ => 0,
-    };
+    let cpu_quota = milli_cpu_to_quota(cpu_limit.unwrap_or(0));
     let oom_score_adj = match qos {
         QosClass::Guaranteed => -997,
         QosClass::BestEffort => 1000,
@@ -101,7 +98,7 @@ mod tests {
         );
         let r = linux_resources(&c, QosClass::Burstable, 1 << 30).unwrap();
         assert_eq!(r.cpu_shares, crate::resources::MAX_SHARES);
-        assert!(r.cpu_quota >= MIN_QUOTA, "{}", r.cpu_quota);
+        assert!(r.cpu_quota >= 1000, "{}", r.cpu_quota);
         assert_eq!(r.oom_score_adj, 2);
     }
 }

@@ -2,6 +2,7 @@
 //! the actions out (sandbox, kills, starts), building the sandbox config once per sync.
 
 use super::container::StartContext;
+use super::pod_cgroup::PodCgroupResize;
 use super::{
     compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
     SyncError, Unhealthy, SYNC_ERROR_RETRY,
@@ -140,6 +141,9 @@ impl RuntimeManager {
             .map_err(SyncError::Config)?;
         let grace = crate::podutil::grace_period(pod);
         let object = ObjectRef::pod(pod);
+        if let Err(error) = super::pod_cgroup::set_pod_cgroup(pod) {
+            warn!(%error, "cannot give the pod cgroup its limits");
+        }
         if !runtime.sandboxes.is_empty() {
             let message = "Pod sandbox changed, it will be killed and re-created.";
             self.events
@@ -307,9 +311,31 @@ impl RuntimeManager {
                 );
             }
         }
+        // The pod cgroup holds both the old and the new limits while its containers change.
+        let pod_cgroup = if actions.resize.is_empty() {
+            None
+        } else {
+            PodCgroupResize::begin(pod)
+                .inspect_err(|message| {
+                    warn!(%message, "in-place resize of the pod cgroup refused");
+                    outcome.resizes += 1;
+                    outcome.resize_errors.push(message.clone());
+                    actions.resize.clear();
+                })
+                .ok()
+        };
         let backoffs = (&mut state.container_backoff, &mut state.image_backoff);
         self.execute(&ctx, actions, backoffs, &state.applied, &mut outcome)
             .await;
+        // Shrunk to the new limits once every container has its own; after a failed container
+        // resize the pod keeps the larger limits until the retry.
+        if let Some(resize) = pod_cgroup.filter(|_| outcome.resize_errors.is_empty()) {
+            if let Err(message) = resize.finish() {
+                warn!(%message, "in-place resize of the pod cgroup failed; retrying");
+                outcome.resize_errors.push(message);
+                outcome.requeue = outcome.requeue.min(SYNC_ERROR_RETRY);
+            }
+        }
         state.image_pulling += outcome.pulling;
         runtime
             .refresh_containers(&self.cri, &outcome.touched)

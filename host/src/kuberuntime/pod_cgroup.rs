@@ -1,0 +1,155 @@
+//! The pod cgroup's own limits from the pod's spec (upstream's `ResourceConfigForPod`), and
+//! where they are applied: before the pod's sandbox runs, and around an in-place resize,
+//! grown before the containers get their new resources and shrunk after, so that the pod
+//! never holds less than its containers.
+
+use crate::cgroups::{self, PodLimits};
+use crate::resources::{
+    bytes, cpu_millis, milli_cpu_to_quota, milli_cpu_to_shares, pod_qos, QosClass, QuantityError,
+    MIN_SHARES,
+};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// The pod cgroup's limits: CPU shares from the pod's CPU request, for a Guaranteed pod the
+/// CPU quota and memory limit of its limits, for a Burstable pod each of those only when every
+/// container declares it (or the pod-level resources do), for a BestEffort pod the fewest
+/// shares and nothing else.
+pub fn pod_cgroup_limits(pod: &Pod) -> PodLimits {
+    let qos = pod_qos(pod);
+    let Some(spec) = pod.spec.as_ref().filter(|_| qos != QosClass::BestEffort) else {
+        return PodLimits {
+            cpu_shares: MIN_SHARES,
+            cpu_quota_us: None,
+            memory_bytes: None,
+        };
+    };
+    let (cpu_request, _) = crate::admission::cpu_and_memory_request(pod);
+    let cpu_shares = milli_cpu_to_shares(clamp(cpu_request));
+    let cpu_quota_us = pod_limit(spec, "cpu", cpu_millis)
+        .map(milli_cpu_to_quota)
+        .filter(|quota| *quota > 0);
+    let memory_bytes = pod_limit(spec, "memory", bytes);
+    PodLimits {
+        cpu_shares,
+        cpu_quota_us,
+        memory_bytes,
+    }
+}
+
+fn clamp(value: i128) -> i64 {
+    i64::try_from(value.max(0)).unwrap_or(i64::MAX)
+}
+
+type Read = fn(&Quantity) -> Result<i64, QuantityError>;
+
+/// One container's limit of `resource`; 0 when it sets none (or an unreadable one, which
+/// the API server would have refused).
+fn limit_of(container: &Container, resource: &str, read: Read) -> i64 {
+    container
+        .resources
+        .as_ref()
+        .and_then(|r| r.limits.as_ref())
+        .and_then(|l| l.get(resource))
+        .and_then(|q| read(q).ok())
+        .unwrap_or(0)
+        .max(0)
+}
+
+/// The pod's limit of `resource` as upstream's `PodLimits`: the app containers' sum with
+/// the sidecars', or the largest init container beside the sidecars started before it if
+/// larger; the pod-level limit instead where set; plus the overhead. `None` when some
+/// container sets no limit of it (upstream's `ContainerFn` check, which sees an init
+/// container's limits together with the sidecars before it) and the pod level sets none.
+fn pod_limit(spec: &PodSpec, resource: &str, read: Read) -> Option<i64> {
+    let mut declared = true;
+    let mut total = 0i64;
+    for container in &spec.containers {
+        let own = limit_of(container, resource, read);
+        declared &= own > 0;
+        total = total.saturating_add(own);
+    }
+    let (mut sidecars, mut init) = (0i64, 0i64);
+    for container in spec.init_containers.iter().flatten() {
+        let own = limit_of(container, resource, read);
+        let running = if container.restart_policy.as_deref() == Some("Always") {
+            total = total.saturating_add(own);
+            sidecars = sidecars.saturating_add(own);
+            sidecars
+        } else {
+            own.saturating_add(sidecars)
+        };
+        declared &= running > 0;
+        init = init.max(running);
+    }
+    total = total.max(init);
+    let pod_level = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.limits.as_ref())
+        .and_then(|l| l.get(resource))
+        .and_then(|q| read(q).ok())
+        .filter(|limit| *limit > 0);
+    if let Some(limit) = pod_level {
+        declared = true;
+        total = limit;
+    }
+    let overhead = spec
+        .overhead
+        .as_ref()
+        .and_then(|o| o.get(resource))
+        .and_then(|q| read(q).ok())
+        .unwrap_or(0)
+        .max(0);
+    (declared && total > 0).then(|| total.saturating_add(overhead))
+}
+
+/// Creates the pod cgroup with the pod's limits, as upstream's pod container manager does
+/// before the pod's sandbox runs.
+pub fn set_pod_cgroup(pod: &Pod) -> std::io::Result<()> {
+    let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
+    cgroups::set_pod_limits(&parent, &pod_cgroup_limits(pod))
+}
+
+/// A pod cgroup through an in-place resize: [`PodCgroupResize::begin`] before the
+/// containers are resized, [`PodCgroupResize::finish`] after.
+pub struct PodCgroupResize {
+    parent: String,
+    target: PodLimits,
+}
+
+impl PodCgroupResize {
+    /// Grows the pod cgroup to hold both its current limits and those the spec now asks for.
+    /// Refuses a memory limit below what the pod uses, as upstream, before any container is
+    /// touched.
+    pub fn begin(pod: &Pod) -> Result<Self, String> {
+        let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
+        let target = pod_cgroup_limits(pod);
+        let resize = Self { parent, target };
+        let Some(current) = cgroups::pod_limits(&resize.parent) else {
+            return Ok(resize);
+        };
+        let shrinking = |limit: &i64| current.memory_bytes.is_none_or(|now| *limit < now);
+        if let Some(limit) = target.memory_bytes.filter(shrinking) {
+            let used = crate::stats::cgroup::memory(&resize.parent).map(|m| m.usage);
+            if used.is_some_and(|used| used >= limit.max(0) as u64) {
+                return Err(format!(
+                    "aborting attempt to set pod memory limit less than current memory usage for pod {}",
+                    crate::podutil::full_name(pod)
+                ));
+            }
+        }
+        cgroups::set_pod_limits(&resize.parent, &target.at_least(&current))
+            .map_err(|error| format!("resizing the pod cgroup: {error}"))?;
+        Ok(resize)
+    }
+
+    /// Gives the pod cgroup exactly the limits the spec asks for.
+    pub fn finish(self) -> Result<(), String> {
+        cgroups::set_pod_limits(&self.parent, &self.target)
+            .map_err(|error| format!("resizing the pod cgroup: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests;
