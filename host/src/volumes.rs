@@ -29,10 +29,12 @@ pub fn pod_dir(root_dir: &Path, uid: &str) -> PathBuf {
     root_dir.join("pods").join(uid)
 }
 
+/// Where volume `name` of plugin `plugin` (`kubernetes.io/configmap`) lives:
+/// `volumes/kubernetes.io~configmap/<name>` under the pod's directory.
 fn volume_dir(root_dir: &Path, uid: &str, plugin: &str, name: &str) -> PathBuf {
     pod_dir(root_dir, uid)
         .join("volumes")
-        .join(format!("kubernetes.io~{plugin}"))
+        .join(plugin.replace('/', "~"))
         .join(name)
 }
 
@@ -91,7 +93,12 @@ pub fn prepare(
             paths.insert(volume.name.clone(), path.clone());
             continue;
         }
-        match set_up(pod, host, fetched, volume) {
+        let started = std::time::Instant::now();
+        let outcome = set_up(pod, host, fetched, volume);
+        if let Some(plugin) = VolumeKind::of(volume).plugin_name() {
+            operations::record(plugin, "volume_mount", outcome.is_ok(), started.elapsed());
+        }
+        match outcome {
             Ok(path) => {
                 paths.insert(volume.name.clone(), path);
             }
@@ -142,11 +149,13 @@ fn set_up(
     volume: &Volume,
 ) -> Result<PathBuf, VolumeProblem> {
     let uid = crate::podutil::uid(pod);
-    let dir = |plugin: &str| volume_dir(host.root_dir, uid, plugin, &volume.name);
+    let kind = VolumeKind::of(volume);
+    let plugin = kind.plugin_name().unwrap_or_default();
+    let dir = || volume_dir(host.root_dir, uid, plugin, &volume.name);
     let memory = crate::machine::machine_memory_bytes;
-    match VolumeKind::of(volume) {
+    match kind {
         VolumeKind::EmptyDir(empty) => {
-            let path = dir("empty-dir");
+            let path = dir();
             empty_dir::set_up(&path, empty, pod)?;
             if let Some(group) = fs_group(pod) {
                 ownership::apply(&path, group, false);
@@ -159,7 +168,7 @@ fn set_up(
             Ok(path)
         }
         VolumeKind::DownwardApi(downward) => {
-            let path = dir("downward-api");
+            let path = dir();
             let items = downward.items.as_deref().unwrap_or_default();
             let files = downward_files(
                 pod,
@@ -172,21 +181,21 @@ fn set_up(
         }
         VolumeKind::ConfigMap(source) => {
             let files = payload::config_map_volume(source, fetched)?;
-            let path = dir("configmap");
+            let path = dir();
             make_volume_dir(&path, pod, false)?;
             write_files(&path, &files, pod)?;
             Ok(path)
         }
         VolumeKind::Secret(source) => {
             let files = payload::secret_volume(source, fetched)?;
-            let path = dir("secret");
+            let path = dir();
             make_volume_dir(&path, pod, host.memory_backed)?;
             write_files(&path, &files, pod)?;
             Ok(path)
         }
         VolumeKind::Projected(source) => {
             let files = payload::projected_volume(pod, source, fetched, memory())?;
-            let path = dir("projected");
+            let path = dir();
             make_volume_dir(&path, pod, host.memory_backed)?;
             write_files(&path, &files, pod)?;
             Ok(path)
@@ -277,6 +286,7 @@ mod fetch;
 mod host_path;
 mod kind;
 mod mounts;
+mod operations;
 mod ownership;
 mod payload;
 mod sub_path;
@@ -286,6 +296,7 @@ pub use error::{VolumeError, VolumeProblem};
 pub use fetch::{fetch, FetchedObjects};
 pub use kind::{ProjectionKind, VolumeKind};
 pub use mounts::{mounts, valid_sub_path};
+pub use operations::{storage_operations, StorageOperations};
 
 #[cfg(test)]
 mod tests;

@@ -128,6 +128,31 @@ fn metrics_have_upstreams_names_formats_and_pass_promtool() {
         "{text}"
     );
     assert_eq!(value(&text, "kubelet_running_pods"), Some(1.0), "{text}");
+    // The pod's cgroup was created and its emptyDir set up, each timed as upstream times them.
+    let version = if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        2.0
+    } else {
+        1.0
+    };
+    assert_eq!(value(&text, "kubelet_cgroup_version"), Some(version));
+    let cgroup_operations = |text: &str, operation: &str| {
+        value(
+            text,
+            &format!(
+                "kubelet_cgroup_manager_duration_seconds_count{{operation_type=\"{operation}\"}}"
+            ),
+        )
+        .unwrap_or(0.0)
+    };
+    let empty_dir_operations = |text: &str, operation: &str| {
+        value(
+            text,
+            &format!("storage_operation_duration_seconds_count{{migrated=\"false\",operation_name=\"{operation}\",status=\"success\",volume_plugin=\"kubernetes.io/empty-dir\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(cgroup_operations(&text, "create") >= 1.0, "{text}");
+    assert!(empty_dir_operations(&text, "volume_mount") >= 1.0, "{text}");
     assert!(
         value(
             &text,
@@ -201,6 +226,13 @@ fn metrics_have_upstreams_names_formats_and_pass_promtool() {
     node.wait_for("the restart counted", Duration::from_secs(60), |n| {
         let text = n.try_get("/metrics")?;
         value(&text, "kubelet_restarted_pods_total{static=\"true\"}").filter(|v| *v >= 1.0)
+    });
+    // The first run's teardown removed its cgroup and unmounted its emptyDir.
+    node.wait_for("the teardown timed", Duration::from_secs(30), |n| {
+        let text = n.try_get("/metrics")?;
+        (cgroup_operations(&text, "destroy") >= 1.0
+            && empty_dir_operations(&text, "volume_unmount") >= 1.0)
+            .then_some(())
     });
 }
 

@@ -29,6 +29,10 @@ pub(super) fn node_facts(
     // Validated when the config was loaded, as the thresholds.
     let reserved = crate::config::reserved::reserved(kubelet).unwrap_or_default();
     let cpu_capacity = crate::machine::machine_cpu_millis();
+    let cgroup_version = if crate::stats::cgroup::is_v1() { 1 } else { 2 };
+    crate::metrics::kubelet::kubelet()
+        .cgroup_version
+        .set(cgroup_version);
     if crate::config::reserved::enforces_pods(kubelet) {
         let cpu = cpu_capacity.saturating_sub(reserved.cpu_millis).max(0);
         let memory = memory_capacity.saturating_sub(reserved.memory_bytes).max(0);

@@ -108,7 +108,12 @@ fn pod_limit(spec: &PodSpec, resource: &str, read: Read) -> Option<i64> {
 /// before the pod's sandbox runs.
 pub fn set_pod_cgroup(pod: &Pod) -> std::io::Result<()> {
     let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
-    cgroups::set_pod_limits(&parent, &pod_cgroup_limits(pod))
+    let limits = pod_cgroup_limits(pod);
+    metrics().cgroup_operation("create", || cgroups::set_pod_limits(&parent, &limits))
+}
+
+fn metrics() -> &'static crate::metrics::kubelet::KubeletMetrics {
+    crate::metrics::kubelet::kubelet()
 }
 
 /// A pod cgroup through an in-place resize: [`PodCgroupResize::begin`] before the
@@ -139,14 +144,19 @@ impl PodCgroupResize {
                 ));
             }
         }
-        cgroups::set_pod_limits(&resize.parent, &target.at_least(&current))
+        let grown = target.at_least(&current);
+        metrics()
+            .cgroup_operation("update", || cgroups::set_pod_limits(&resize.parent, &grown))
             .map_err(|error| format!("resizing the pod cgroup: {error}"))?;
         Ok(resize)
     }
 
     /// Gives the pod cgroup exactly the limits the spec asks for.
     pub fn finish(self) -> Result<(), String> {
-        cgroups::set_pod_limits(&self.parent, &self.target)
+        metrics()
+            .cgroup_operation("update", || {
+                cgroups::set_pod_limits(&self.parent, &self.target)
+            })
             .map_err(|error| format!("resizing the pod cgroup: {error}"))
     }
 }

@@ -7,6 +7,7 @@
 //! through each of them would buy nothing a process has two of.
 
 use super::exposition::register_verbatim;
+pub use labels::{image_gc_reason, label, operation_type, static_label};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
@@ -14,6 +15,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::LazyLock;
+
+mod labels;
 
 /// Label pairs of one series.
 pub type Labels = Vec<(&'static str, String)>;
@@ -135,6 +138,11 @@ pub struct KubeletMetrics {
     pub rest_client_requests: Family<Labels, Counter>,
     /// `rest_client_request_duration_seconds{host,verb}`.
     pub rest_client_request_duration: HistogramFamily,
+    /// `kubelet_cgroup_manager_duration_seconds{operation_type}`: pod cgroup `create`,
+    /// `update` (an in-place resize) and `destroy`.
+    pub cgroup_manager_duration: HistogramFamily,
+    /// `kubelet_cgroup_version`: 1 or 2, set at start.
+    pub cgroup_version: Gauge,
     /// The latest emptyDir measurements, for `kubelet_volume_stats_*`.
     pub volume_stats: super::volume_stats::VolumeStats,
     /// Whether a pod with its own network has started yet.
@@ -181,6 +189,8 @@ impl KubeletMetrics {
             build_info: Family::default(),
             rest_client_requests: Family::default(),
             rest_client_request_duration: histograms(rest_client_histogram),
+            cgroup_manager_duration: histograms(default_histogram),
+            cgroup_version: Gauge::default(),
             volume_stats: Default::default(),
             first_network_pod_started: std::sync::atomic::AtomicBool::new(false),
         };
@@ -340,6 +350,24 @@ impl KubeletMetrics {
             "[ALPHA] Request latency in seconds. Broken down by verb, and host.",
             self.rest_client_request_duration.clone(),
         );
+        register_verbatim(
+            r,
+            "kubelet_cgroup_manager_duration_seconds",
+            "[ALPHA] Duration in seconds for cgroup manager operations. Broken down by method.",
+            self.cgroup_manager_duration.clone(),
+        );
+        register_verbatim(
+            r,
+            "kubelet_cgroup_version",
+            "[ALPHA] cgroup version on the hosts.",
+            self.cgroup_version.clone(),
+        );
+        register_verbatim(
+            r,
+            "storage_operation_duration_seconds",
+            "[ALPHA] Storage operation duration",
+            crate::volumes::storage_operations().clone(),
+        );
         register_verbatim(r, "kubernetes_build_info", "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.", self.build_info.clone());
         self
     }
@@ -392,6 +420,17 @@ impl KubeletMetrics {
         &self.registry
     }
 
+    /// Times one pod cgroup operation (`create`, `update`, `destroy`), as upstream's cgroup
+    /// manager does.
+    pub fn cgroup_operation<T>(&self, operation: &str, run: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let result = run();
+        self.cgroup_manager_duration
+            .get_or_create(&label("operation_type", operation))
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+
     /// Counts one CRI call (`rpc` as CRI names it): its duration and whether it failed.
     pub fn runtime_operation(&self, rpc: &str, seconds: f64, failed: bool) {
         let labels = label("operation_type", operation_type(rpc));
@@ -409,55 +448,4 @@ impl KubeletMetrics {
 pub fn kubelet() -> &'static KubeletMetrics {
     static METRICS: LazyLock<KubeletMetrics> = LazyLock::new(KubeletMetrics::new);
     &METRICS
-}
-
-/// A label set of one pair.
-pub fn label(name: &'static str, value: impl Into<String>) -> Labels {
-    vec![(name, value.into())]
-}
-
-/// Upstream's `reason` of `kubelet_image_garbage_collected_total` (`image_gc_manager.go`):
-/// `age` for an image removed for being unused longer than `imageMaximumGCAge`, `space` for
-/// one removed to bring disk usage under the low threshold.
-pub fn image_gc_reason(expired: bool) -> Labels {
-    label("reason", if expired { "age" } else { "space" })
-}
-
-/// Upstream's `static` label: `"true"` for a pod that is not from the API server.
-pub fn static_label(is_static: bool) -> Labels {
-    label("static", if is_static { "true" } else { "false" })
-}
-
-/// Upstream's `operation_type` for a CRI RPC (`ListPodSandbox` -> `list_podsandbox`,
-/// `ContainerStatus` -> `container_status`), as `instrumented_services.go` names them.
-pub fn operation_type(rpc: &str) -> String {
-    let rpc = rpc.replace("PodSandbox", "Podsandbox");
-    let mut out = String::with_capacity(rpc.len() + 4);
-    for (i, c) in rpc.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn operation_types_are_upstreams() {
-        assert_eq!(operation_type("ListPodSandbox"), "list_podsandbox");
-        assert_eq!(operation_type("RunPodSandbox"), "run_podsandbox");
-        assert_eq!(operation_type("PodSandboxStatus"), "podsandbox_status");
-        assert_eq!(operation_type("ContainerStatus"), "container_status");
-        assert_eq!(operation_type("ExecSync"), "exec_sync");
-        assert_eq!(operation_type("ImageFsInfo"), "image_fs_info");
-        assert_eq!(operation_type("Version"), "version");
-    }
 }

@@ -42,9 +42,11 @@ where
 /// cgroup (under each QoS class it may have had) and its log directory.
 pub(super) fn remove_pod_leftovers(node: &NodeRuntime, uid: &str, qos_classes: &[QosClass]) {
     volumes::cleanup(&node.runtime.node.root_dir, uid);
-    for qos in qos_classes {
-        cgroups::remove_pod_cgroup(&qos.cgroup_parent(uid));
-    }
+    crate::metrics::kubelet::kubelet().cgroup_operation("destroy", || {
+        for qos in qos_classes {
+            cgroups::remove_pod_cgroup(&qos.cgroup_parent(uid));
+        }
+    });
     let suffix = format!("_{uid}");
     if let Ok(entries) = std::fs::read_dir(&node.runtime.node.pod_logs_dir) {
         for entry in entries.flatten() {

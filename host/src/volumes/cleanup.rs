@@ -9,6 +9,12 @@ use tracing::warn;
 /// The mount points under `dir`, deepest first, from `/proc/self/mountinfo` (whose octal
 /// escapes of spaces and the like are decoded).
 pub(super) fn mount_points_under(dir: &Path) -> Vec<PathBuf> {
+    mount_points(dir, false)
+}
+
+/// The mount points under `dir`, and `dir` itself when `with_dir` and it is one, deepest
+/// first.
+fn mount_points(dir: &Path, with_dir: bool) -> Vec<PathBuf> {
     let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return Vec::new();
     };
@@ -16,7 +22,7 @@ pub(super) fn mount_points_under(dir: &Path) -> Vec<PathBuf> {
         .lines()
         .filter_map(|l| l.split(' ').nth(4))
         .map(|p| PathBuf::from(std::ffi::OsString::from_vec(unescape_mountinfo(p))))
-        .filter(|p| p.starts_with(dir) && p != dir)
+        .filter(|p| p.starts_with(dir) && (with_dir || p != dir))
         .collect();
     points.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
     points
@@ -55,13 +61,16 @@ fn unescape_mountinfo(field: &str) -> Vec<u8> {
 /// `remove_dir_all` unlinks a symlink instead of entering it, so a link a container planted in
 /// a volume never leads the cleanup out of the pod's directory.
 pub fn cleanup(root_dir: &Path, uid: &str) {
-    use rustix::mount::{unmount, UnmountFlags};
     let dir = pod_dir(root_dir, uid);
-    for point in mount_points_under(&dir) {
-        if let Err(error) = unmount(&point, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW) {
-            warn!(mount = %point.display(), %error, "cannot unmount a pod volume");
-        }
+    // The subPath binds first: they are mounts of the volumes' content. Then each volume on
+    // its own, a `volume_unmount` of its plugin.
+    unmount_all(mount_points_under(&dir.join("volume-subpaths")));
+    for (plugin, volume) in volume_dirs(&dir) {
+        let started = std::time::Instant::now();
+        let removed = tear_down(&volume);
+        super::operations::record(&plugin, "volume_unmount", removed, started.elapsed());
     }
+    unmount_all(mount_points_under(&dir));
     let left = mount_points_under(&dir);
     if let Some(point) = left.first() {
         warn!(dir = %dir.display(), mount = %point.display(), mounts = left.len(), "pod directory still has mounts; not removing it");
@@ -70,6 +79,56 @@ pub fn cleanup(root_dir: &Path, uid: &str) {
     if let Err(error) = std::fs::remove_dir_all(&dir) {
         if error.kind() != std::io::ErrorKind::NotFound {
             warn!(dir = %dir.display(), %error, "cannot remove the pod's volumes");
+        }
+    }
+}
+
+fn unmount_all(points: Vec<PathBuf>) {
+    use rustix::mount::{unmount, UnmountFlags};
+    for point in points {
+        if let Err(error) = unmount(&point, UnmountFlags::DETACH | UnmountFlags::NOFOLLOW) {
+            warn!(mount = %point.display(), %error, "cannot unmount a pod volume");
+        }
+    }
+}
+
+/// Each volume directory of the pod (`volumes/kubernetes.io~configmap/<name>`) with its
+/// plugin's name (`kubernetes.io/configmap`).
+fn volume_dirs(pod_dir: &Path) -> Vec<(String, PathBuf)> {
+    let entries = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+    };
+    let mut volumes = Vec::new();
+    for plugin_dir in entries(&pod_dir.join("volumes")) {
+        let Some(plugin) = plugin_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().replace('~', "/"))
+        else {
+            continue;
+        };
+        volumes.extend(entries(&plugin_dir).map(|volume| (plugin.clone(), volume)));
+    }
+    volumes
+}
+
+/// Unmounts one volume (a tmpfs itself, or with mounts under it) and removes its directory;
+/// whether it is gone. A volume that keeps a mount is left in place, never descended into.
+fn tear_down(volume: &Path) -> bool {
+    unmount_all(mount_points(volume, true));
+    if !mount_points(volume, true).is_empty() {
+        return false;
+    }
+    match std::fs::remove_dir_all(volume) {
+        Ok(()) => true,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => true,
+        Err(error) => {
+            warn!(volume = %volume.display(), %error, "cannot remove a pod volume");
+            false
         }
     }
 }

@@ -121,6 +121,21 @@ impl<'a> VolumeKind<'a> {
         }
     }
 
+    /// Upstream's plugin name for the volume's source (`kubernetes.io/configmap`), which
+    /// names its directory under the pod (with `~` for `/`) and labels its storage
+    /// operations; `None` for a source no plugin serves.
+    pub fn plugin_name(&self) -> Option<&'static str> {
+        match self {
+            Self::EmptyDir(_) => Some("kubernetes.io/empty-dir"),
+            Self::HostPath(_) => Some("kubernetes.io/host-path"),
+            Self::DownwardApi(_) => Some("kubernetes.io/downward-api"),
+            Self::ConfigMap(_) => Some("kubernetes.io/configmap"),
+            Self::Secret(_) => Some("kubernetes.io/secret"),
+            Self::Projected(_) => Some("kubernetes.io/projected"),
+            Self::Unsupported => None,
+        }
+    }
+
     /// Whether every container mounts the volume read-only whatever its `volumeMount` says:
     /// the node writes these files, and upstream has mounted them read-only since 1.10 so that
     /// a container cannot plant files or symlinks where the node writes.
