@@ -4,8 +4,8 @@
 use super::container::StartContext;
 use super::pod_cgroup::PodCgroupResize;
 use super::{
-    compute_pod_actions, seed_backoff, ActionInput, KillReason, PodActions, RuntimeManager,
-    SyncError, Unhealthy, SYNC_ERROR_RETRY,
+    compute_pod_actions, seed_backoff, ActionInput, KillAction, KillReason, PodActions,
+    RuntimeManager, SyncError, Unhealthy, SYNC_ERROR_RETRY,
 };
 use crate::backoff::BackOff;
 use crate::config::BackOffConfig;
@@ -312,7 +312,8 @@ impl RuntimeManager {
             }
         }
         // The pod cgroup holds both the old and the new limits while its containers change.
-        let pod_cgroup = if actions.resize.is_empty() {
+        let resize_restart = |kill: &KillAction| matches!(kill.reason, KillReason::ResizeRestart);
+        let pod_cgroup = if actions.resize.is_empty() && !actions.kill.iter().any(resize_restart) {
             None
         } else {
             PodCgroupResize::begin(pod)
@@ -321,6 +322,7 @@ impl RuntimeManager {
                     outcome.resizes += 1;
                     outcome.resize_errors.push(message.clone());
                     actions.resize.clear();
+                    actions.kill.retain(|kill| !resize_restart(kill));
                 })
                 .ok()
         };
