@@ -125,8 +125,8 @@ pub struct PodCgroupResize {
 
 impl PodCgroupResize {
     /// Grows the pod cgroup to hold both its current limits and those the spec now asks for.
-    /// Refuses a memory limit below what the pod uses, as upstream, before any container is
-    /// touched.
+    /// Refuses a pod memory limit below what the pod uses, with upstream's message, before any
+    /// container is touched.
     pub fn begin(pod: &Pod) -> Result<Self, String> {
         let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
         let target = pod_cgroup_limits(pod);
@@ -136,12 +136,16 @@ impl PodCgroupResize {
         };
         let shrinking = |limit: &i64| current.memory_bytes.is_none_or(|now| *limit < now);
         if let Some(limit) = target.memory_bytes.filter(shrinking) {
-            let used = crate::stats::cgroup::memory(&resize.parent).map(|m| m.usage);
-            if used.is_some_and(|used| used >= limit.max(0) as u64) {
-                return Err(format!(
-                    "aborting attempt to set pod memory limit less than current memory usage for pod {}",
-                    crate::podutil::full_name(pod)
-                ));
+            // Upstream's validateMemoryResizeAction, pod part.
+            let problem = match crate::stats::cgroup::memory(&resize.parent).map(|m| m.usage) {
+                None => Some("missing pod memory usage".to_string()),
+                Some(used) if used >= limit.max(0) as u64 => Some(format!(
+                    "attempting to set pod memory limit ({limit}) below current usage ({used})"
+                )),
+                Some(_) => None,
+            };
+            if let Some(problem) = problem {
+                return Err(format!("cannot decrease memory limits: {problem}"));
             }
         }
         let grown = target.at_least(&current);
