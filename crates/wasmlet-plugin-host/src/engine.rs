@@ -99,6 +99,8 @@ impl Drop for CallRuntime {
 #[derive(Clone)]
 struct Flavour {
     engine: Engine,
+    /// The engine's configuration, for the short-lived engines that compile for it.
+    config: Config,
     cache_key: String,
 }
 
@@ -115,7 +117,20 @@ impl Flavour {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let cache_key = format!("{:016x}", hasher.finish());
-        Ok(Self { engine, cache_key })
+        Ok(Self {
+            engine,
+            config,
+            cache_key,
+        })
+    }
+
+    /// Compiles `bytes` with an engine of this configuration that lives for this compile only,
+    /// and returns the artifact [`Component::deserialize`] loads into [`Flavour::engine`]. An
+    /// engine keeps cranelift's working state for reuse, several MiB a flavour; a compile is
+    /// rare (start, a new plugin version), so that state goes with the short-lived engine
+    /// instead of staying resident in the node.
+    fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Vec<u8>> {
+        Engine::new(&self.config)?.precompile_component(bytes)
     }
 }
 
@@ -314,19 +329,20 @@ impl PluginEngine {
                 }
             }
         }
+        let compiled = flavour.compile(bytes);
+        release_freed_heap();
+        let invalid = |source| CompileError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        };
+        let artifact = compiled.map_err(invalid)?;
+        // SAFETY: `artifact` was produced a moment ago, in this process, by an engine of this
+        // flavour's very configuration, and is not shared with anything that could change it.
         let component =
-            Component::new(&flavour.engine, bytes).map_err(|source| CompileError::Invalid {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            unsafe { Component::deserialize(&flavour.engine, &artifact) }.map_err(invalid)?;
         if let Some(cached) = self.cache_path(flavour, sha256) {
-            match component.serialize() {
-                Ok(artifact) => {
-                    if let Err(error) = write_verified(&cached, &artifact) {
-                        tracing::warn!(cache = %cached.display(), %error, "cannot write the compile cache");
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "cannot serialize a compiled component"),
+            if let Err(error) = write_verified(&cached, &artifact) {
+                tracing::warn!(cache = %cached.display(), %error, "cannot write the compile cache");
             }
         }
         Ok(component)
@@ -352,5 +368,19 @@ impl PluginEngine {
         })?;
         let sha256 = sha256_hex(&bytes);
         Ok((self.load(path, &bytes, &sha256, false)?, sha256))
+    }
+}
+
+/// Hands the heap a compile freed back to the kernel. Cranelift's working memory for a
+/// component is several MiB, all freed when the compile ends, but glibc keeps freed heap
+/// mapped (and counted in the node's RSS) until it is trimmed; a compile is rare (start, a new
+/// plugin version), so the trim's walk over the heap costs nothing that matters.
+#[allow(unsafe_code)]
+fn release_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` takes no pointer and only returns free heap pages to the kernel;
+    // glibc makes it safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
