@@ -7,6 +7,7 @@ pub mod http;
 pub mod kubelet;
 pub mod process;
 pub mod rest_client;
+pub mod storage;
 pub mod volume_stats;
 
 use prometheus_client::encoding::EncodeLabelSet;

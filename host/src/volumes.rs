@@ -96,7 +96,12 @@ pub fn prepare(
         let started = std::time::Instant::now();
         let outcome = set_up(pod, host, fetched, volume);
         if let Some(plugin) = VolumeKind::of(volume).plugin_name() {
-            operations::record(plugin, "volume_mount", outcome.is_ok(), started.elapsed());
+            crate::metrics::storage::record(
+                plugin,
+                "volume_mount",
+                outcome.is_ok(),
+                started.elapsed(),
+            );
         }
         match outcome {
             Ok(path) => {
@@ -286,7 +291,6 @@ mod fetch;
 mod host_path;
 mod kind;
 mod mounts;
-mod operations;
 mod ownership;
 mod payload;
 mod sub_path;
@@ -296,7 +300,6 @@ pub use error::{VolumeError, VolumeProblem};
 pub use fetch::{fetch, FetchedObjects};
 pub use kind::{ProjectionKind, VolumeKind};
 pub use mounts::{mounts, valid_sub_path};
-pub use operations::{storage_operations, StorageOperations};
 
 #[cfg(test)]
 mod tests;

@@ -366,7 +366,7 @@ impl KubeletMetrics {
             r,
             "storage_operation_duration_seconds",
             "[ALPHA] Storage operation duration",
-            crate::volumes::storage_operations().clone(),
+            super::storage::storage_operations().clone(),
         );
         register_verbatim(r, "kubernetes_build_info", "[ALPHA] A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.", self.build_info.clone());
         self

@@ -68,7 +68,7 @@ pub fn cleanup(root_dir: &Path, uid: &str) {
     for (plugin, volume) in volume_dirs(&dir) {
         let started = std::time::Instant::now();
         let removed = tear_down(&volume);
-        super::operations::record(&plugin, "volume_unmount", removed, started.elapsed());
+        crate::metrics::storage::record(&plugin, "volume_unmount", removed, started.elapsed());
     }
     unmount_all(mount_points_under(&dir));
     let left = mount_points_under(&dir);

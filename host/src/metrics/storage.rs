@@ -1,8 +1,8 @@
 //! `storage_operation_duration_seconds`, the volume manager's histogram upstream keeps in
 //! `pkg/volume/util/metrics.go`: each setup of a volume (and each rewrite of one that
 //! `RequiresRemount`) is a `volume_mount`, each teardown a `volume_unmount`, labelled with the
-//! plugin's name and `success` or `fail-unknown`. The family lives here, where the operations
-//! are, and `metrics::kubelet` registers it.
+//! plugin's name and `success` or `fail-unknown`. `volumes` records them; `metrics::kubelet`
+//! registers the family.
 
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
@@ -30,7 +30,7 @@ pub fn storage_operations() -> &'static StorageOperations {
 
 /// Records one `operation` (`volume_mount`, `volume_unmount`) of `plugin`
 /// (`kubernetes.io/configmap`) that took `elapsed`.
-pub(super) fn record(plugin: &str, operation: &'static str, succeeded: bool, elapsed: Duration) {
+pub fn record(plugin: &str, operation: &'static str, succeeded: bool, elapsed: Duration) {
     let status = if succeeded { "success" } else { "fail-unknown" };
     let labels = vec![
         // No in-tree volume this node serves is migrated to CSI.
