@@ -22,7 +22,8 @@ KUBE_VERSION="${WASMLET_KUBE_VERSION:-v1.35.4}"
 CACHE="${WASMLET_UPSTREAM_METRICS_CACHE:-/var/cache/wasmlet/upstream-metrics}"
 # The control plane's wrapper module: its go.sum seeds ours, so the build asks no checksum server.
 CP_WORK="${WASMLET_CP_CACHE:-/var/cache/wasmlet/control-plane}/src/kubernetes-$KUBE_VERSION"
-SOURCE="$(cd "$(dirname "$0")/.." && pwd)/tools/upstream-metrics/main.go"
+SOURCE_DIR="$(cd "$(dirname "$0")/.." && pwd)/tools/upstream-metrics"
+SOURCE="$SOURCE_DIR/main.go"
 OUT_DIR="$CACHE/kubernetes-$KUBE_VERSION"
 BIN="$OUT_DIR/upstream-metrics"
 
@@ -35,7 +36,8 @@ die() { log "$*"; exit 1; }
 write_module() {
   local work=$1
   kube_write_gomod "$work" wasmlet.local/upstream-metrics scripts/upstream-metrics.sh "$KUBE_VERSION"
-  cp "$SOURCE" "$work/main.go"
+  rm -f "$work"/*.go
+  cp "$SOURCE_DIR"/*.go "$work/"
   if [ -f "$CP_WORK/go.sum" ] && [ ! -f "$work/go.sum" ]; then cp "$CP_WORK/go.sum" "$work/go.sum"; fi
 }
 
@@ -53,13 +55,18 @@ build() {
     CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN.partial" . >&2
   )
   mv "$BIN.partial" "$BIN"
-  sha256sum "$SOURCE" | cut -d' ' -f1 >"$BIN.source-sha256"
+  source_hash >"$BIN.source-sha256"
+}
+
+# One hash over the program's Go files, so a change to any of them rebuilds it.
+source_hash() {
+  (cd "$SOURCE_DIR" && sha256sum ./*.go) | sha256sum | cut -d' ' -f1
 }
 
 main() {
   [ -f "$SOURCE" ] || die "$SOURCE not found"
   local want
-  want="$(sha256sum "$SOURCE" | cut -d' ' -f1)"
+  want="$(source_hash)"
   if [ -x "$BIN" ] && [ "$(cat "$BIN.source-sha256" 2>/dev/null)" = "$want" ]; then
     log "cached: $BIN"
   else

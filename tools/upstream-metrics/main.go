@@ -17,6 +17,8 @@
 //     not listed.
 //   - /metrics/probes: a KubeRegistry with process_start_time_seconds and the prober's metrics.
 //   - /metrics/resource: a KubeRegistry with the resource-metrics collector.
+//   - /metrics/cadvisor: cAdvisor's machine and container collectors with the kubelet's metric
+//     set and container labels (cadvisor.go).
 //
 // Why not just Gather(): a vector with no children is not gathered, and most kubelet families
 // are vectors that have none in a fresh process. So every registered collector that is a vector
@@ -104,6 +106,17 @@ func main() {
 				fmt.Fprintf(os.Stderr, "upstream-metrics: %v\n", err)
 				os.Exit(1)
 			}
+		}
+	}
+	cadvisor, err := cadvisorFamilies()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "upstream-metrics: /metrics/cadvisor: %v\n", err)
+		failed = true
+	}
+	for _, f := range cadvisor {
+		if err := out.Encode(f); err != nil {
+			fmt.Fprintf(os.Stderr, "upstream-metrics: %v\n", err)
+			os.Exit(1)
 		}
 	}
 	if failed {

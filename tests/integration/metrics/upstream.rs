@@ -215,6 +215,14 @@ fn metrics_match_upstreams_registry() {
                 .filter(|text| text.contains("\ncontainer_cpu_usage_seconds_total{"))
         },
     );
+    node.wait_for(
+        "the container in /metrics/cadvisor",
+        Duration::from_secs(30),
+        |n| {
+            n.try_get("/metrics/cadvisor")
+                .filter(|text| text.contains("\ncontainer_cpu_usage_seconds_total{"))
+        },
+    );
 
     let listed = listed_labels();
     let known: BTreeMap<&str, &str> = KNOWN_DIFFERENCES.iter().copied().collect();
@@ -222,7 +230,12 @@ fn metrics_match_upstreams_registry() {
     let mut compared = 0;
     let mut unchecked_buckets = Vec::new();
     let mut lacking = Vec::new();
-    for endpoint in ["/metrics", "/metrics/probes", "/metrics/resource"] {
+    for endpoint in [
+        "/metrics",
+        "/metrics/probes",
+        "/metrics/resource",
+        "/metrics/cadvisor",
+    ] {
         let (_, text) = node.get_accepting(endpoint, "*/*").expect(endpoint);
         let theirs = upstream
             .get(endpoint)
