@@ -1,5 +1,6 @@
 //! A pod changed in the API after the node admitted it (upstream's `UpdatePod`): labels and
-//! annotations reach its downward API volume, an `activeDeadlineSeconds` set on it fails it
+//! annotations reach its downward API volume (and a label the environment names, the
+//! container's next start), an `activeDeadlineSeconds` set on it fails it
 //! with `DeadlineExceeded`, a new image replaces its container, and `kubectl debug` adds an
 //! ephemeral container that runs in the target's PID namespace and can be attached to.
 
@@ -58,6 +59,7 @@ spec:
     image: docker.io/library/busybox:local
     imagePullPolicy: IfNotPresent
     volumeMounts: [{{name: podinfo, mountPath: /etc/podinfo}}]
+    env: [{{name: TIER, valueFrom: {{fieldRef: {{fieldPath: "metadata.labels['tier']"}}}}}}]
     command: [sh, -c, {FOREVER:?}]
 "#,
         node = node.name
@@ -100,6 +102,30 @@ spec:
         || {
             (read("labels") == "added=\"yes\"\ntier=\"api\"" && read("note") == "second")
                 .then_some(())
+        },
+    );
+
+    // The environment is the container's from its start, as upstream: the running container
+    // keeps the old label, and its next start (the shell exits on TERM and is restarted)
+    // gets the new one.
+    let tier = || {
+        let out = c.kubectl(&["-n", &ns, "exec", "info", "--", "sh", "-c", "echo $TIER"]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    assert_eq!(tier().as_deref(), Some("web"));
+    c.kubectl_ok(&["-n", &ns, "exec", "info", "--", "kill", "1"]);
+    c.wait_for(
+        &node,
+        "the restarted container to see the new label",
+        Duration::from_secs(60),
+        || {
+            let restarted = c.pod(&ns, "info").is_some_and(|p| {
+                status_of(&p, "containerStatuses", "main")
+                    .is_some_and(|s| s["restartCount"] == 1 && s["state"]["running"].is_object())
+            });
+            (restarted && tier().as_deref() == Some("api")).then_some(())
         },
     );
 
