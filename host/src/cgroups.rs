@@ -1,8 +1,7 @@
 //! The cgroup manager's part that is not a reading: pod-level cgroup directories and their
-//! limits ([`set_pod_limits`]). With the
-//! cgroupfs driver runc creates and removes container cgroups under the pod's `cgroup_parent`,
-//! but the pod directories are the kubelet's to remove. Readings of cgroups live in
-//! [`crate::stats::cgroup`].
+//! limits ([`set_pod_limits`]). With the cgroupfs driver runc creates and removes container
+//! cgroups under the pod's `cgroup_parent`, but the pod directories are the kubelet's to
+//! limit and remove. Readings of cgroups live in [`crate::stats::cgroup`].
 
 mod pod_limits;
 
