@@ -5,7 +5,7 @@
 
 mod pod_limits;
 
-pub use pod_limits::{pod_limits, set_pod_limits, PodLimits, CPU_PERIOD_US};
+pub use pod_limits::{pod_limits, set_pod_limits, PodLimits};
 
 use std::path::Path;
 
@@ -43,24 +43,19 @@ pub fn limit_pods_cgroup(cpu_millis: i64, memory_bytes: i64) -> std::io::Result<
 /// [`limit_pods_cgroup`] under the hierarchies mounted at `root`: cgroup v2 when `root` has
 /// `cgroup.controllers`, else one directory per v1 controller.
 fn limit_pods_cgroup_at(root: &Path, cpu_millis: i64, memory_bytes: i64) -> std::io::Result<()> {
+    use pod_limits::{dir, write};
     let shares = crate::resources::milli_cpu_to_shares(cpu_millis);
-    if root.join("cgroup.controllers").exists() {
-        let dir = root.join(PODS_CGROUP);
-        std::fs::create_dir_all(&dir)?;
+    let cpu = dir(root, "cpu", PODS_CGROUP);
+    let memory = dir(root, "memory", PODS_CGROUP);
+    std::fs::create_dir_all(&cpu)?;
+    std::fs::create_dir_all(&memory)?;
+    if pod_limits::is_unified(root) {
         let weight = pod_limits::shares_to_weight(shares);
-        std::fs::write(dir.join("cpu.weight"), weight.to_string())?;
-        std::fs::write(dir.join("memory.max"), memory_bytes.to_string())?;
-        return Ok(());
+        write(&cpu, "cpu.weight", &weight.to_string())?;
+        return write(&memory, "memory.max", &memory_bytes.to_string());
     }
-    for (controller, file, value) in [
-        ("cpu", "cpu.shares", shares),
-        ("memory", "memory.limit_in_bytes", memory_bytes),
-    ] {
-        let dir = root.join(controller).join(PODS_CGROUP);
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join(file), value.to_string())?;
-    }
-    Ok(())
+    write(&cpu, "cpu.shares", &shares.to_string())?;
+    write(&memory, "memory.limit_in_bytes", &memory_bytes.to_string())
 }
 
 #[cfg(test)]

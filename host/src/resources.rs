@@ -26,13 +26,16 @@ pub fn milli_cpu_to_shares(millis: i64) -> i64 {
     (millis.saturating_mul(1024) / 1000).clamp(MIN_SHARES, MAX_SHARES)
 }
 
-/// The CFS quota for `millis` of CPU in a 100 ms period, as upstream's `MilliCPUToQuota`: 0
-/// (no quota) for no limit, else at least 1 ms.
+/// The CFS period a quota is counted in (upstream's default `cpuCFSQuotaPeriod`, 100 ms).
+pub const CPU_PERIOD_US: i64 = 100_000;
+
+/// The CFS quota for `millis` of CPU in a [`CPU_PERIOD_US`] period, as upstream's
+/// `MilliCPUToQuota`: 0 (no quota) for no limit, else at least 1 ms.
 pub fn milli_cpu_to_quota(millis: i64) -> i64 {
     if millis <= 0 {
         return 0;
     }
-    (millis.saturating_mul(100_000) / 1000).max(MIN_QUOTA_US)
+    (millis.saturating_mul(CPU_PERIOD_US) / 1000).max(MIN_QUOTA_US)
 }
 
 /// The smallest CFS quota upstream gives (`MinQuotaPeriod`, 1 ms).

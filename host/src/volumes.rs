@@ -86,16 +86,17 @@ pub fn prepare(
         .into_iter()
         .flatten()
     {
+        let kind = VolumeKind::of(volume);
         let known = previous
             .and_then(|p| p.get(&volume.name))
-            .filter(|_| !VolumeKind::of(volume).requires_remount());
+            .filter(|_| !kind.requires_remount());
         if let Some(path) = known {
             paths.insert(volume.name.clone(), path.clone());
             continue;
         }
         let started = std::time::Instant::now();
-        let outcome = set_up(pod, host, fetched, volume);
-        if let Some(plugin) = VolumeKind::of(volume).plugin_name() {
+        let outcome = set_up(pod, host, fetched, volume, kind);
+        if let Some(plugin) = kind.plugin_name() {
             crate::metrics::storage::record(
                 plugin,
                 "volume_mount",
@@ -146,15 +147,15 @@ fn fs_group(pod: &Pod) -> Option<u32> {
     u32::try_from(group).ok()
 }
 
-/// Sets up (or rewrites) one volume and returns its host path.
+/// Sets up (or rewrites) one volume, of `kind`, and returns its host path.
 fn set_up(
     pod: &Pod,
     host: &VolumeHost<'_>,
     fetched: &FetchedObjects,
     volume: &Volume,
+    kind: VolumeKind<'_>,
 ) -> Result<PathBuf, VolumeProblem> {
     let uid = crate::podutil::uid(pod);
-    let kind = VolumeKind::of(volume);
     let plugin = kind.plugin_name().unwrap_or_default();
     let dir = || volume_dir(host.root_dir, uid, plugin, &volume.name);
     let memory = crate::machine::machine_memory_bytes;

@@ -316,18 +316,25 @@ fn an_in_place_resize_moves_the_pod_and_container_cgroups_without_a_restart() {
     };
     assert_eq!(pod_values(), expect("102", "20000", 64 << 20));
 
+    // A resize through the pod's `resize` subresource, of container main's resources.
+    let resize = |resources: &str| {
+        let patch =
+            format!(r#"{{"spec":{{"containers":[{{"name":"main","resources":{resources}}}]}}}}"#);
+        c.kubectl_ok(&[
+            "-n",
+            &ns,
+            "patch",
+            "pod",
+            "resize",
+            "--subresource",
+            "resize",
+            "-p",
+            &patch,
+        ]);
+    };
+
     // Up: a larger CPU request and limit and a larger memory limit.
-    c.kubectl_ok(&[
-        "-n",
-        &ns,
-        "patch",
-        "pod",
-        "resize",
-        "--subresource",
-        "resize",
-        "-p",
-        r#"{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"300m","memory":"96Mi"}}}]}}"#,
-    ]);
+    resize(r#"{"requests":{"cpu":"150m"},"limits":{"cpu":"300m","memory":"96Mi"}}"#);
     c.wait_for(
         &node,
         "the pod cgroup to grow",
@@ -347,17 +354,7 @@ fn an_in_place_resize_moves_the_pod_and_container_cgroups_without_a_restart() {
     );
 
     // Down: below where it started.
-    c.kubectl_ok(&[
-        "-n",
-        &ns,
-        "patch",
-        "pod",
-        "resize",
-        "--subresource",
-        "resize",
-        "-p",
-        r#"{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"50m"},"limits":{"cpu":"100m","memory":"48Mi"}}}]}}"#,
-    ]);
+    resize(r#"{"requests":{"cpu":"50m"},"limits":{"cpu":"100m","memory":"48Mi"}}"#);
     c.wait_for(
         &node,
         "the pod cgroup to shrink",

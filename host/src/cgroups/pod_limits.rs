@@ -5,11 +5,9 @@
 //! v2 (one unified directory).
 
 use super::CGROUP_ROOT;
+use crate::resources::CPU_PERIOD_US;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// The CFS period a quota is counted in (upstream's default `cpuCFSQuotaPeriod`, 100 ms).
-pub const CPU_PERIOD_US: i64 = 100_000;
 
 /// What cgroup v1 reports for a memory limit that was never set (`PAGE_COUNTER_MAX` pages);
 /// anything this large is no limit.
@@ -45,12 +43,12 @@ impl PodLimits {
 }
 
 /// Whether the hierarchy at `root` is cgroup v2.
-fn is_unified(root: &Path) -> bool {
+pub(super) fn is_unified(root: &Path) -> bool {
     root.join("cgroup.controllers").exists()
 }
 
 /// The directory of cgroup `parent` for `controller` (v1), or the unified one (v2).
-fn dir(root: &Path, controller: &str, parent: &str) -> PathBuf {
+pub(super) fn dir(root: &Path, controller: &str, parent: &str) -> PathBuf {
     let relative = parent.trim_start_matches('/');
     if is_unified(root) {
         root.join(relative)
@@ -59,7 +57,8 @@ fn dir(root: &Path, controller: &str, parent: &str) -> PathBuf {
     }
 }
 
-fn write(dir: &Path, file: &str, value: &str) -> io::Result<()> {
+/// Writes `value` to `file` of cgroup directory `dir`; the error names both.
+pub(super) fn write(dir: &Path, file: &str, value: &str) -> io::Result<()> {
     std::fs::write(dir.join(file), value).map_err(|error| {
         io::Error::new(
             error.kind(),

@@ -3,7 +3,7 @@
 
 use crate::resources::{
     bytes, cpu_millis, milli_cpu_to_quota, milli_cpu_to_shares, requests_and_limits, QosClass,
-    QuantityError,
+    QuantityError, CPU_PERIOD_US,
 };
 use k8s_openapi::api::core::v1::Container;
 
@@ -16,8 +16,6 @@ pub struct LinuxResources {
     pub memory_limit_in_bytes: i64,
     pub oom_score_adj: i64,
 }
-
-const CPU_PERIOD: i64 = crate::cgroups::CPU_PERIOD_US;
 
 /// Requests and limits to cgroup values: shares from the cpu request, quota from the cpu limit,
 /// the memory limit as is, and the QoS-derived OOM score adjustment. Fails only on a request
@@ -43,7 +41,7 @@ pub fn linux_resources(
         }
     };
     Ok(LinuxResources {
-        cpu_period: if cpu_quota > 0 { CPU_PERIOD } else { 0 },
+        cpu_period: if cpu_quota > 0 { CPU_PERIOD_US } else { 0 },
         cpu_quota,
         cpu_shares,
         memory_limit_in_bytes: memory_limit,

@@ -10,6 +10,7 @@ use crate::resources::{
 };
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use std::collections::BTreeMap;
 
 /// The pod cgroup's limits: CPU shares from the pod's CPU request, for a Guaranteed pod the
 /// CPU quota and memory limit of its limits, for a Burstable pod each of those only when every
@@ -43,17 +44,19 @@ fn clamp(value: i128) -> i64 {
 
 type Read = fn(&Quantity) -> Result<i64, QuantityError>;
 
-/// One container's limit of `resource`; 0 when it sets none (or an unreadable one, which
-/// the API server would have refused).
-fn limit_of(container: &Container, resource: &str, read: Read) -> i64 {
-    container
-        .resources
-        .as_ref()
-        .and_then(|r| r.limits.as_ref())
-        .and_then(|l| l.get(resource))
+/// The amount of `resource` in `list` (a container's or the pod's limits, the overhead); 0
+/// when it has none (or an unreadable one, which the API server would have refused).
+fn amount(list: Option<&BTreeMap<String, Quantity>>, resource: &str, read: Read) -> i64 {
+    list.and_then(|l| l.get(resource))
         .and_then(|q| read(q).ok())
         .unwrap_or(0)
         .max(0)
+}
+
+/// One container's limit of `resource`; 0 when it sets none.
+fn limit_of(container: &Container, resource: &str, read: Read) -> i64 {
+    let limits = container.resources.as_ref().and_then(|r| r.limits.as_ref());
+    amount(limits, resource, read)
 }
 
 /// The pod's limit of `resource` as upstream's `PodLimits`: the app containers' sum with
@@ -83,33 +86,30 @@ fn pod_limit(spec: &PodSpec, resource: &str, read: Read) -> Option<i64> {
         init = init.max(running);
     }
     total = total.max(init);
-    let pod_level = spec
-        .resources
-        .as_ref()
-        .and_then(|r| r.limits.as_ref())
-        .and_then(|l| l.get(resource))
-        .and_then(|q| read(q).ok())
-        .filter(|limit| *limit > 0);
-    if let Some(limit) = pod_level {
+    let pod_level = amount(
+        spec.resources.as_ref().and_then(|r| r.limits.as_ref()),
+        resource,
+        read,
+    );
+    if pod_level > 0 {
         declared = true;
-        total = limit;
+        total = pod_level;
     }
-    let overhead = spec
-        .overhead
-        .as_ref()
-        .and_then(|o| o.get(resource))
-        .and_then(|q| read(q).ok())
-        .unwrap_or(0)
-        .max(0);
+    let overhead = amount(spec.overhead.as_ref(), resource, read);
     (declared && total > 0).then(|| total.saturating_add(overhead))
 }
 
 /// Creates the pod cgroup with the pod's limits, as upstream's pod container manager does
 /// before the pod's sandbox runs.
 pub fn set_pod_cgroup(pod: &Pod) -> std::io::Result<()> {
-    let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
+    let parent = pod_cgroup_parent(pod);
     let limits = pod_cgroup_limits(pod);
     metrics().cgroup_operation("create", || cgroups::set_pod_limits(&parent, &limits))
+}
+
+/// The pod's cgroup (`/kubepods/<qos>/pod<uid>`).
+pub fn pod_cgroup_parent(pod: &Pod) -> String {
+    pod_qos(pod).cgroup_parent(crate::podutil::uid(pod))
 }
 
 fn metrics() -> &'static crate::metrics::kubelet::KubeletMetrics {
@@ -128,7 +128,7 @@ impl PodCgroupResize {
     /// Refuses a pod memory limit below what the pod uses, with upstream's message, before any
     /// container is touched.
     pub fn begin(pod: &Pod) -> Result<Self, String> {
-        let parent = pod_qos(pod).cgroup_parent(crate::podutil::uid(pod));
+        let parent = pod_cgroup_parent(pod);
         let target = pod_cgroup_limits(pod);
         let resize = Self { parent, target };
         let Some(current) = cgroups::pod_limits(&resize.parent) else {

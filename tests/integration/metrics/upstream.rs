@@ -207,22 +207,16 @@ fn metrics_match_upstreams_registry() {
     node.wait_for("web Ready", Duration::from_secs(30), |n| {
         n.pod("web").filter(|p| condition(p, "Ready") == "True")
     });
-    node.wait_for(
-        "a container in /metrics/resource",
-        Duration::from_secs(30),
-        |n| {
-            n.try_get("/metrics/resource")
-                .filter(|text| text.contains("\ncontainer_cpu_usage_seconds_total{"))
-        },
-    );
-    node.wait_for(
-        "the container in /metrics/cadvisor",
-        Duration::from_secs(30),
-        |n| {
-            n.try_get("/metrics/cadvisor")
-                .filter(|text| text.contains("\ncontainer_cpu_usage_seconds_total{"))
-        },
-    );
+    for endpoint in ["/metrics/resource", "/metrics/cadvisor"] {
+        node.wait_for(
+            &format!("a container in {endpoint}"),
+            Duration::from_secs(30),
+            |n| {
+                n.try_get(endpoint)
+                    .filter(|text| text.contains("\ncontainer_cpu_usage_seconds_total{"))
+            },
+        );
+    }
 
     let listed = listed_labels();
     let known: BTreeMap<&str, &str> = KNOWN_DIFFERENCES.iter().copied().collect();
