@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod agent;
+pub mod allocation;
 pub mod backoff;
 pub mod cgroups;
 pub mod cluster;

@@ -3,6 +3,7 @@
 //! (`kuberuntime`), publishes the status through the status manager, and keeps the probes of
 //! running containers; on removal it terminates the pod gracefully and cleans up after it.
 
+use crate::allocation::PendingResize;
 use crate::config::BackOffConfig;
 use crate::cri::api;
 use crate::kuberuntime::{PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
@@ -66,9 +67,14 @@ pub enum WorkerMessage {
         grace: Option<Duration>,
     },
     /// The source changed the pod under the same UID (labels, annotations, images,
-    /// `activeDeadlineSeconds`): the worker syncs towards the new one, as upstream's
-    /// `UpdatePod`.
-    Update(Box<Pod>),
+    /// `activeDeadlineSeconds`), or its allocation changed: the worker syncs towards the new
+    /// one, as upstream's `UpdatePod`.
+    Update {
+        /// The pod with the resources allocated to it ([`crate::allocation`]).
+        pod: Box<Pod>,
+        /// Its resize that waits for the node, if one does.
+        resize_pending: Option<PendingResize>,
+    },
     /// Node pressure: kill the pod with `grace`, free its volumes, and show it as Failed with
     /// reason Evicted and `message`. It does not run again.
     Evict {
@@ -137,7 +143,7 @@ pub fn spawn(
     let uid = podutil::uid(&pod).to_string();
     let full_name = podutil::full_name(&pod);
     let span = tracing::info_span!("pod", pod = %full_name, uid = %uid);
-    let probe_configs = probe_configs(&pod);
+    let probe_configs = probes::probe_configs(&pod);
     let worker = PodWorker {
         myself: messages.downgrade(),
         probe_configs,
@@ -147,6 +153,7 @@ pub fn spawn(
         pod,
         uid: uid.clone(),
         state: WorkerState::Syncing,
+        resize_pending: None,
         start_time: None,
         last_published: None,
         first_seen: std::time::Instant::now(),
@@ -161,22 +168,6 @@ pub fn spawn(
         done,
         terminating: false,
     }
-}
-
-/// The probes of each app container and sidecar of `pod` that declares any (spec and plugin
-/// annotations).
-fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
-    pod.spec
-        .iter()
-        .flat_map(|s| {
-            let sidecars = s.init_containers.iter().flatten();
-            sidecars
-                .filter(|c| podutil::is_sidecar(c))
-                .chain(&s.containers)
-        })
-        .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
-        .filter(|(_, probes)| !probes.is_empty())
-        .collect()
 }
 
 /// `kubelet_pod_worker_duration_seconds{operation_type}` for one sync or kill.
@@ -195,7 +186,10 @@ struct PodWorker {
     /// The probe tasks of each running app container.
     probes: HashMap<String, ContainerProbes>,
     node: Arc<NodeRuntime>,
+    /// The pod with the resources allocated to it.
     pod: Pod,
+    /// Its resize that waits for the node, if one does.
+    resize_pending: Option<PendingResize>,
     uid: String,
     state: WorkerState,
     /// The runtime side's memory of the pod (back-offs, volumes).
@@ -262,11 +256,14 @@ impl PodWorker {
                         exits.push((container_id, exit))
                     }
                     WorkerMessage::Evict { message, grace } => evict = Some((message, grace)),
-                    WorkerMessage::Update(pod) => update = Some(pod),
+                    WorkerMessage::Update {
+                        pod,
+                        resize_pending,
+                    } => update = Some((pod, resize_pending)),
                 }
             }
-            if let Some(pod) = update {
-                self.update(*pod);
+            if let Some((pod, resize_pending)) = update {
+                self.update(*pod, resize_pending);
                 sync = true;
             }
             if let Some(grace) = terminate {
@@ -391,10 +388,11 @@ impl PodWorker {
     /// Takes the source's new version of the pod: the next sync brings the runtime, the
     /// volumes and the status towards it. Probes of running containers keep their tasks; new
     /// containers get the new probe configs.
-    fn update(&mut self, pod: Pod) {
+    fn update(&mut self, pod: Pod, resize_pending: Option<PendingResize>) {
         debug!("pod updated by its source");
         self.pod = pod;
-        self.probe_configs = probe_configs(&self.pod);
+        self.resize_pending = resize_pending;
+        self.probe_configs = probes::probe_configs(&self.pod);
     }
 
     /// Shows exits reported by containerd's events in the status at once, on top of the last
@@ -459,6 +457,7 @@ impl PodWorker {
             previous: previous.as_ref(),
             terminal,
             applied: self.sync_state.applied_resources(),
+            resize_pending: self.resize_pending.as_ref(),
         });
         if !self.start_recorded && status.phase.as_deref() == Some("Running") {
             self.start_recorded = true;

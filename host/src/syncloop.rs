@@ -3,6 +3,8 @@
 //! terminates removed ones, and cleans up pods the runtime holds that no source wants.
 
 use crate::admission::{AdmitAttributes, PodAdmitChain};
+use crate::allocation::{self, Allocatable, Allocations, Outcome};
+use crate::events::{EventType, ObjectRef};
 use crate::eviction::EvictRequest;
 use crate::health::Health;
 use crate::metrics::kubelet as kubelet_metrics;
@@ -53,6 +55,8 @@ pub struct SyncLoop {
     /// Pods refused at admission: shown as Failed, never run.
     rejected: HashSet<String>,
     orphan_cleanups: HashMap<String, JoinHandle<()>>,
+    /// What each admitted pod was granted, and its resizes that wait.
+    allocations: Allocations,
     source_ready: bool,
 }
 
@@ -73,6 +77,7 @@ impl SyncLoop {
             workers: HashMap::new(),
             rejected: HashSet::new(),
             orphan_cleanups: HashMap::new(),
+            allocations: Allocations::default(),
             source_ready: false,
         }
     }
@@ -179,15 +184,18 @@ impl SyncLoop {
                     }
                     worker.terminate(Some(grace));
                 }
-            } else if let Some(worker) = self.workers.get(&uid).filter(|w| !w.terminating) {
+            } else if self.workers.get(&uid).is_some_and(|w| !w.terminating) {
                 // Under one UID only the spec's mutable parts (images, activeDeadlineSeconds,
-                // tolerations, ephemeral containers) and the metadata change: the worker acts
-                // on the new pod, as upstream's UpdatePod.
-                info!(pod = %worker.full_name, %uid, "pod updated");
-                worker.send(WorkerMessage::Update(Box::new(pod.pod.clone())));
+                // tolerations, ephemeral containers, resources) and the metadata change: the
+                // worker acts on the new pod as allocated, as upstream's UpdatePod; a resize
+                // waits for the retry below.
+                info!(pod = %podutil::full_name(&pod.pod), %uid, "pod updated");
+                self.allocations.pod_updated(&pod.pod);
+                self.send_update(&uid, &pod.pod);
             }
             self.desired.insert(uid, pod);
         }
+        self.retry_resizes();
         for pod in updates.added {
             let uid = pod.uid().to_string();
             self.desired.insert(uid.clone(), pod);
@@ -220,6 +228,7 @@ impl SyncLoop {
             self.rejected.insert(uid.to_string());
             return;
         }
+        self.allocations.admit(&pod);
         let full_name = podutil::full_name(&pod);
         let predecessor = self
             .workers
@@ -238,6 +247,7 @@ impl SyncLoop {
             previous: None,
             terminal: false,
             applied: &Default::default(),
+            resize_pending: None,
         });
         self.node.status.set_status(&pod, pending);
         // After a relist that did not list it (and with no cleanup of it under way), the
@@ -258,6 +268,8 @@ impl SyncLoop {
     /// restart never kills pods it is about to adopt).
     fn housekeeping(&mut self, runtime_pods: Option<&HashSet<String>>) {
         self.workers.retain(|_, w| !w.finished());
+        self.allocations
+            .retain(|uid| self.workers.contains_key(uid));
         self.orphan_cleanups.retain(|_, task| !task.is_finished());
         // A pod being deleted in the API server that has terminated is not started again.
         let restart: Vec<String> = self
@@ -282,6 +294,7 @@ impl SyncLoop {
             self.admit_desired(&uid, None);
         }
         self.record_pod_counts();
+        self.retry_resizes();
         if !self.source_ready {
             return;
         }
@@ -294,6 +307,75 @@ impl SyncLoop {
             }
             let task = tokio::spawn(pod_worker::remove_orphan(self.node.clone(), uid.clone()));
             self.orphan_cleanups.insert(uid.clone(), task);
+        }
+    }
+
+    /// Hands the worker of `uid` its pod as the source now has it, with the resources
+    /// allocated to it and its resize that waits, if any.
+    fn send_update(&self, uid: &str, pod: &Pod) {
+        if let Some(worker) = self.workers.get(uid) {
+            worker.send(WorkerMessage::Update {
+                pod: Box::new(self.allocations.allocated(pod)),
+                resize_pending: self.allocations.pending(uid).cloned(),
+            });
+        }
+    }
+
+    /// Tries the resizes that wait again (upstream's `RetryPendingResizes`), against the
+    /// active pods as allocated and the admission chain; a pod whose resize is granted or
+    /// whose wait changed gets its event and the update.
+    fn retry_resizes(&mut self) {
+        if !self.allocations.has_queued() {
+            return;
+        }
+        let active = self.active_pods();
+        let node = &self.node.runtime.node;
+        let allocatable = Allocatable {
+            cpu_millis: node.allocatable_cpu_millis,
+            memory_bytes: node.allocatable_memory_bytes,
+        };
+        let (workers, desired, admission) = (&self.workers, &self.desired, &self.admission);
+        let changes = self.allocations.retry(
+            |uid| {
+                let running = workers.get(uid).is_some_and(|w| !w.terminating);
+                desired.get(uid).filter(|_| running).map(|p| p.pod.clone())
+            },
+            &active,
+            allocatable,
+            |pod, other_pods| admission.admit(&AdmitAttributes { pod, other_pods }),
+        );
+        for (uid, outcome) in changes {
+            let Some(pod) = self.desired.get(&uid).map(|p| p.pod.clone()) else {
+                continue;
+            };
+            let event = match &outcome {
+                Outcome::Granted => Some((
+                    EventType::Normal,
+                    "ResizeStarted",
+                    allocation::resize_message(&pod, "Pod resize started", ""),
+                )),
+                Outcome::Pending(pending) => Some((
+                    EventType::Warning,
+                    match pending.reason {
+                        allocation::PendingReason::Deferred => "ResizeDeferred",
+                        allocation::PendingReason::Infeasible => "ResizeInfeasible",
+                    },
+                    allocation::resize_message(
+                        &pod,
+                        &format!("Pod resize {}", pending.reason.as_str()),
+                        &pending.message,
+                    ),
+                )),
+                Outcome::Cleared => None,
+            };
+            if let Some((kind, reason, message)) = event {
+                info!(pod = %podutil::full_name(&pod), %uid, reason, %message, "in-place resize");
+                self.node
+                    .runtime
+                    .events
+                    .record(&ObjectRef::pod(&pod), kind, reason, message);
+            }
+            self.send_update(&uid, &pod);
         }
     }
 }

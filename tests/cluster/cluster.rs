@@ -383,3 +383,20 @@ pub fn container_log(node: &Node, namespace: &str, pod: &str, container: &str) -
     }
     text.trim().to_string()
 }
+
+/// The status of container `name` in the pod's `list` (`containerStatuses`,
+/// `ephemeralContainerStatuses`).
+pub fn status_of<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
+    pod["status"][list]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
+}
+
+/// A CPU quantity (`2`, `1500m`) in cores.
+pub fn quantity_cpus(text: &str) -> f64 {
+    match text.strip_suffix('m') {
+        Some(millis) => millis.parse::<f64>().unwrap_or(0.0) / 1000.0,
+        None => text.parse().unwrap_or(0.0),
+    }
+}

@@ -14,6 +14,7 @@ mod events;
 mod eviction;
 mod kubelet_api;
 mod node;
+mod pod_resize;
 mod pod_updates;
 mod pods;
 mod relay;

@@ -1,15 +1,8 @@
 //! The Node object and its Lease.
 
-use crate::cluster::{assert_never_forbidden, cluster, shared};
+use crate::cluster::{assert_never_forbidden, cluster, quantity_cpus, shared};
 use crate::harness::NodeOptions;
 use std::time::Duration;
-
-fn quantity_cpus(text: &str) -> f64 {
-    match text.strip_suffix('m') {
-        Some(millis) => millis.parse::<f64>().unwrap_or(0.0) / 1000.0,
-        None => text.parse().unwrap_or(0.0),
-    }
-}
 
 #[test]
 fn node_registers_ready_with_labels_capacity_node_info_and_a_renewed_lease() {

@@ -4,11 +4,13 @@
 //! left out of the container hash ([`super::actions::container_hash`]), so a resize is never
 //! mistaken for a changed definition.
 //!
+//! The pod handed to the worker carries the resources allocated to it
+//! ([`crate::allocation`]): a resize the node has not granted yet never reaches this module.
 //! What each running container was given (at creation or by the last resize) is kept by
 //! container ID in [`crate::resources::AppliedResources`]; the status reports it as
-//! `resources`, and the spec's requests as `allocatedResources`. A container this process did not create or resize (the
-//! node agent restarted) has nothing recorded and gets its spec's values again, which is a
-//! no-op when nothing changed.
+//! `resources`, and the allocated requests as `allocatedResources`. A container this process
+//! did not create or resize (the node agent restarted) has nothing recorded and gets its
+//! allocated values again, which is a no-op when nothing changed.
 
 use super::sync::SyncOutcome;
 use super::{RuntimeManager, SYNC_ERROR_RETRY};
@@ -107,25 +109,6 @@ fn memory_decrease_error(
         Some(_) => return None,
     };
     Some(format!("cannot decrease memory limits: {reason}"))
-}
-
-/// Why `pod` cannot be resized to what its spec now asks on this node at all (upstream's
-/// `canResizePod` capacity check): its cpu or memory requests exceed what the node can
-/// allocate to pods. `None` when they fit.
-pub fn infeasible(pod: &Pod, node: &super::NodeContext) -> Option<String> {
-    let (cpu, memory) = crate::admission::cpu_and_memory_request(pod);
-    let (cpu_capacity, memory_capacity) = (
-        i128::from(node.allocatable_cpu_millis),
-        i128::from(node.allocatable_memory_bytes),
-    );
-    let what = if memory > memory_capacity {
-        format!("memory, requested: {memory}, capacity: {memory_capacity}")
-    } else if cpu > cpu_capacity {
-        format!("cpu, requested: {cpu}, capacity: {cpu_capacity}")
-    } else {
-        return None;
-    };
-    Some(format!("Node didn't have enough capacity: {what}"))
 }
 
 /// What a running container's resources call for.
@@ -257,37 +240,6 @@ mod tests {
         // A limit added where there was none counts as a decrease; no reading is an error.
         let missing = memory_decrease_error("c", 10 * mib, None, || None);
         assert!(missing.is_some_and(|m| m.contains("missing container \"c\" memory usage")));
-    }
-
-    #[test]
-    fn a_resize_beyond_what_the_node_can_allocate_is_infeasible() {
-        let node = |cpu: i64, memory: i64| super::super::NodeContext {
-            node_name: "n".into(),
-            node_ip: "10.0.0.1".into(),
-            pod_logs_dir: "/var/log/pods".into(),
-            machine_memory_bytes: memory,
-            allocatable_cpu_millis: cpu,
-            allocatable_memory_bytes: memory,
-            root_dir: "/var/lib/kubelet".into(),
-            dns: Default::default(),
-        };
-        let pod = Pod {
-            spec: Some(k8s_openapi::api::core::v1::PodSpec {
-                containers: vec![container("1500m", "512Mi", "NotRequired")],
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert_eq!(infeasible(&pod, &node(2000, 1 << 30)), None);
-        assert_eq!(
-            infeasible(&pod, &node(1000, 1 << 30)).as_deref(),
-            Some("Node didn't have enough capacity: cpu, requested: 1500, capacity: 1000")
-        );
-        assert_eq!(
-            infeasible(&pod, &node(1000, 256 << 20)).as_deref(),
-            Some("Node didn't have enough capacity: memory, requested: 536870912, capacity: 268435456"),
-            "memory is named first, as upstream's"
-        );
     }
 
     #[test]

@@ -291,26 +291,6 @@ impl RuntimeManager {
             volume_paths: state.volumes.paths().unwrap_or(&no_volumes),
             hooks: &hooks,
         };
-        // A resize the node can never grant is not attempted; the pod keeps what it has.
-        let infeasible = if actions.resize.is_empty() {
-            None
-        } else {
-            super::resize::infeasible(pod, &self.node)
-        };
-        if infeasible.is_some() {
-            actions.resize.clear();
-        }
-        if state.applied.set_infeasible(infeasible.clone()) {
-            if let Some(message) = infeasible {
-                warn!(%message, "in-place resize is infeasible");
-                self.events.record(
-                    &ObjectRef::pod(pod),
-                    EventType::Warning,
-                    "ResizeInfeasible",
-                    format!("Pod resize Infeasible: {message}"),
-                );
-            }
-        }
         // The pod cgroup holds both the old and the new limits while its containers change.
         let resize_restart = |kill: &KillAction| matches!(kill.reason, KillReason::ResizeRestart);
         let pod_cgroup = if actions.resize.is_empty() && !actions.kill.iter().any(resize_restart) {

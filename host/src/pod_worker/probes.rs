@@ -4,13 +4,30 @@
 use super::{PodWorker, WorkerMessage};
 use crate::kuberuntime::{self, Unhealthy};
 use crate::podutil;
-use crate::prober::{self, ContainerProbes, ProbeKind, ProbeTarget};
+use crate::prober::{self, ContainerProbes, ProbeConfig, ProbeKind, ProbeTarget};
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::timestamps;
+use k8s_openapi::api::core::v1::Pod;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 use tracing::debug;
+
+/// The probes of each app container and sidecar of `pod` that declares any (spec and plugin
+/// annotations).
+pub(super) fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
+    pod.spec
+        .iter()
+        .flat_map(|s| {
+            let sidecars = s.init_containers.iter().flatten();
+            sidecars
+                .filter(|c| podutil::is_sidecar(c))
+                .chain(&s.containers)
+        })
+        .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
+        .filter(|(_, probes)| !probes.is_empty())
+        .collect()
+}
 
 impl PodWorker {
     /// Running containers whose liveness or startup probe failed.

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 pub struct AppliedResources {
     by_id: HashMap<String, ResourceRequirements>,
     resize_error: Option<String>,
-    infeasible: Option<String>,
 }
 
 impl AppliedResources {
@@ -35,19 +34,6 @@ impl AppliedResources {
     /// `PodResizeInProgress` condition's `Error` reason.
     pub fn resize_error(&self) -> Option<&str> {
         self.resize_error.as_deref()
-    }
-
-    /// Why the resize the spec asks for cannot be made on this node at all, if it cannot:
-    /// the `PodResizePending` condition's `Infeasible` message.
-    pub fn infeasible(&self) -> Option<&str> {
-        self.infeasible.as_deref()
-    }
-
-    /// Records whether the spec's resize is infeasible; true when that changed.
-    pub fn set_infeasible(&mut self, message: Option<String>) -> bool {
-        let changed = self.infeasible != message;
-        self.infeasible = message;
-        changed
     }
 
     /// The outcome of a sync that resized containers: their errors, joined, or none.

@@ -1,9 +1,10 @@
 //! The resize conditions (KEP-1287). `PodResizeInProgress` is present while a running
 //! container does not run with the resources its spec asks for, with reason `Error` and the
 //! runtime's (or the memory check's) message when the last attempt failed. `PodResizePending`
-//! with reason `Infeasible` says the node can never grant what the spec asks (the pod keeps
-//! what it has, and no resize is in progress). Both are gone once every container runs with
-//! its spec's, which is what `kubectl` and the e2e suite wait for.
+//! says the node has not allocated what the spec asks: `Infeasible` when it never can,
+//! `Deferred` while the other pods leave no room ([`crate::allocation`]); the pod keeps what
+//! it has. Both are gone once every container runs with its spec's, which is what `kubectl`
+//! and the e2e suite wait for.
 
 use super::StatusInput;
 use crate::resources::spec_resources;
@@ -14,16 +15,16 @@ use k8s_openapi::api::core::v1::{Container, PodCondition, PodStatus};
 pub(super) const IN_PROGRESS: &str = "PodResizeInProgress";
 pub(super) const PENDING: &str = "PodResizePending";
 
-/// `PodResizePending` (`Infeasible`) when the spec's resize cannot be made on this node.
+/// `PodResizePending` when the spec's resize is not allocated: `Deferred` or `Infeasible`.
 pub(super) fn pending(
     input: &StatusInput<'_>,
     previous: Option<&PodStatus>,
 ) -> Option<PodCondition> {
-    let message = input.applied.infeasible().filter(|_| !input.terminal)?;
+    let pending = input.resize_pending.filter(|_| !input.terminal)?;
     Some(true_condition(
         PENDING,
-        Some("Infeasible"),
-        Some(message),
+        Some(pending.reason.as_str()),
+        Some(&pending.message),
         previous,
     ))
 }
@@ -52,14 +53,15 @@ fn true_condition(
     }
 }
 
-/// The condition for the pod of `input`, if a resize is under way; `containers` are its
-/// init and app containers as the spec lists them.
+/// The condition for the pod of `input`, if a resize is under way: a running container runs
+/// with other resources than those allocated; `containers` are its init and app containers
+/// as the spec lists them.
 pub(super) fn in_progress<'a>(
     input: &StatusInput<'_>,
     containers: impl IntoIterator<Item = &'a Container>,
     previous: Option<&PodStatus>,
 ) -> Option<PodCondition> {
-    if input.terminal || input.applied.infeasible().is_some() {
+    if input.terminal {
         return None;
     }
     let behind = containers.into_iter().any(|container| {

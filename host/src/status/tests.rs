@@ -1,4 +1,5 @@
 use super::*;
+use crate::allocation::{PendingReason, PendingResize};
 use crate::cri::api;
 use crate::runtime_status::Sandbox;
 use crate::source::manifest;
@@ -68,6 +69,7 @@ fn generate_probed(
         previous: None,
         terminal: false,
         applied: &Default::default(),
+        resize_pending: None,
     })
 }
 
@@ -290,7 +292,7 @@ fn a_container_behind_its_spec_shows_the_resize_in_progress_with_the_last_error(
         containers: vec![running("c", 0)],
     };
     let (waiting, probes) = (HashMap::new(), HashMap::new());
-    let status_with = |applied: &AppliedResources| {
+    let status_pending = |applied: &AppliedResources, resize_pending: Option<&PendingResize>| {
         generate(&StatusInput {
             pod: &pod,
             runtime: &runtime,
@@ -302,8 +304,10 @@ fn a_container_behind_its_spec_shows_the_resize_in_progress_with_the_last_error(
             previous: None,
             terminal: false,
             applied,
+            resize_pending,
         })
     };
+    let status_with = |applied: &AppliedResources| status_pending(applied, None);
     let in_progress = |status: &PodStatus| {
         status
             .conditions
@@ -340,19 +344,25 @@ fn a_container_behind_its_spec_shows_the_resize_in_progress_with_the_last_error(
         Some("cannot decrease memory limits: x")
     );
 
-    // A resize the node can never grant: pending, infeasible, and not in progress.
-    applied.set_infeasible(Some("Node didn't have enough capacity: memory".into()));
-    let status = status_with(&applied);
-    assert_eq!(in_progress(&status), None);
-    let pending = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "PodResizePending")
-        .expect("pending");
-    assert_eq!(pending.reason.as_deref(), Some("Infeasible"));
-    assert_eq!(
-        pending.message.as_deref(),
-        Some("Node didn't have enough capacity: memory")
-    );
+    // A further resize the node cannot hold now: pending with its reason and message,
+    // beside the one still in progress; none once the pod is terminal.
+    for reason in [PendingReason::Deferred, PendingReason::Infeasible] {
+        let waiting_resize = PendingResize {
+            reason,
+            message: "Node didn't have enough resource: memory".into(),
+        };
+        let status = status_pending(&applied, Some(&waiting_resize));
+        assert!(in_progress(&status).is_some());
+        let pending = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "PodResizePending")
+            .expect("pending");
+        assert_eq!(pending.reason.as_deref(), Some(reason.as_str()));
+        assert_eq!(
+            pending.message.as_deref(),
+            Some("Node didn't have enough resource: memory")
+        );
+    }
 }
