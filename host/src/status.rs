@@ -24,8 +24,7 @@ pub struct Waiting {
 
 /// Everything the status is computed from.
 pub struct StatusInput<'a> {
-    /// The pod as its source defines it, with the resources allocated to it: which
-    /// containers it should have.
+    /// The pod as its source defines it (resources as allocated): its containers.
     pub pod: &'a Pod,
     /// What the runtime holds for the pod now.
     pub runtime: &'a PodRuntimeStatus,
@@ -49,7 +48,7 @@ pub struct StatusInput<'a> {
     /// What each container runs with (given at creation or by an in-place resize; a running
     /// container without an entry runs with its spec's), and why the last resize failed.
     pub applied: &'a AppliedResources,
-    /// The pod's resize that waits for the node (`Deferred` or `Infeasible`), if one does.
+    /// The pod's resize that waits (`Deferred`, `Infeasible`), if one does.
     pub resize_pending: Option<&'a crate::allocation::PendingResize>,
 }
 
