@@ -12,38 +12,11 @@ mod tests;
 
 use crate::admission::{cpu_and_memory_request, Rejection};
 use crate::resources::{pod_qos, spec_resources, QosClass};
+pub use crate::resources::{PendingReason, PendingResize};
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
-
-/// Why a resize waits: the `PodResizePending` condition's reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PendingReason {
-    /// The node could hold it, but not beside the other pods' allocations now.
-    Deferred,
-    /// The node can never hold it (or the pod cannot be resized at all).
-    Infeasible,
-}
-
-impl PendingReason {
-    /// The API spelling (`v1.PodReasonDeferred`, `v1.PodReasonInfeasible`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PendingReason::Deferred => "Deferred",
-            PendingReason::Infeasible => "Infeasible",
-        }
-    }
-}
-
-/// A resize that waits: the `PodResizePending` condition's reason and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingResize {
-    /// Deferred or Infeasible.
-    pub reason: PendingReason,
-    /// What the node lacks (the admission handler's message, or the capacity check's).
-    pub message: String,
-}
 
 /// What the node can allocate to pods, in millicores and bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

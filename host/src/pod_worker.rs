@@ -3,13 +3,13 @@
 //! (`kuberuntime`), publishes the status through the status manager, and keeps the probes of
 //! running containers; on removal it terminates the pod gracefully and cleans up after it.
 
-use crate::allocation::PendingResize;
 use crate::config::BackOffConfig;
 use crate::cri::api;
 use crate::kuberuntime::{PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
 use crate::pleg::ExitHint;
 use crate::podutil;
 use crate::prober::{self, ContainerProbes, ProbeConfig, Prober};
+use crate::resources::PendingResize;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, StatusManager, Waiting};
 use crate::timestamps;

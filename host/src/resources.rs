@@ -4,10 +4,12 @@
 //! downward API) depends on it, and it depends on nothing of wasmlet's.
 
 mod applied;
+mod pending;
 pub(crate) mod qos;
 mod quantity;
 
 pub use applied::AppliedResources;
+pub use pending::{PendingReason, PendingResize};
 pub use qos::{pod_qos, qos_class, QosClass};
 pub use quantity::{bytes, cpu_millis, parse_milli, QuantityError};
 

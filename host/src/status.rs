@@ -49,7 +49,7 @@ pub struct StatusInput<'a> {
     /// container without an entry runs with its spec's), and why the last resize failed.
     pub applied: &'a AppliedResources,
     /// The pod's resize that waits (`Deferred`, `Infeasible`), if one does.
-    pub resize_pending: Option<&'a crate::allocation::PendingResize>,
+    pub resize_pending: Option<&'a crate::resources::PendingResize>,
 }
 
 fn terminated_state(

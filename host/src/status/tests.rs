@@ -1,6 +1,6 @@
 use super::*;
-use crate::allocation::{PendingReason, PendingResize};
 use crate::cri::api;
+use crate::resources::{PendingReason, PendingResize};
 use crate::runtime_status::Sandbox;
 use crate::source::manifest;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
