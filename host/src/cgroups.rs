@@ -1,11 +1,13 @@
 //! The cgroup manager's part that is not a reading: pod-level cgroup directories and their
-//! limits ([`set_pod_limits`]). With the cgroupfs driver runc creates and removes container
+//! limits ([`set_pod_limits`]), the QoS-level cgroups' shares ([`set_qos_shares`]). With the cgroupfs driver runc creates and removes container
 //! cgroups under the pod's `cgroup_parent`, but the pod directories are the kubelet's to
 //! limit and remove. Readings of cgroups live in [`crate::stats::cgroup`].
 
 mod pod_limits;
+mod qos;
 
 pub use pod_limits::{pod_limits, set_pod_limits, PodLimits};
+pub use qos::set_qos_shares;
 
 use std::path::Path;
 

@@ -10,7 +10,7 @@ pub mod env;
 mod etc_hosts;
 mod image;
 mod linux_resources;
-mod pod_cgroup;
+pub mod pod_cgroup;
 pub mod pod_config;
 pub mod resize;
 mod sandbox;

@@ -7,6 +7,7 @@ use crate::allocation::{self, Allocatable, Allocations, Outcome};
 use crate::events::{EventType, ObjectRef};
 use crate::eviction::EvictRequest;
 use crate::health::Health;
+use crate::kuberuntime::pod_cgroup;
 use crate::metrics::kubelet as kubelet_metrics;
 use crate::pleg::PlegEvent;
 use crate::pod_worker::{self, NodeRuntime, WorkerHandle, WorkerMessage};
@@ -20,6 +21,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
+
+/// How often the QoS-level cgroups are written again when nothing changed (upstream's
+/// `periodicQOSCgroupUpdateInterval`).
+const QOS_CGROUP_REFRESH: Duration = Duration::from_secs(60);
 
 /// The grace period of a graceful delete: `deletionGracePeriodSeconds` once
 /// `deletionTimestamp` is set (the pod's own period if the deletion names none).
@@ -57,6 +62,8 @@ pub struct SyncLoop {
     orphan_cleanups: HashMap<String, JoinHandle<()>>,
     /// What each admitted pod was granted, and its resizes that wait.
     allocations: Allocations,
+    /// The Burstable CPU requests the QoS-level cgroups were last given, and when.
+    qos_written: Option<(i64, std::time::Instant)>,
     source_ready: bool,
 }
 
@@ -78,6 +85,7 @@ impl SyncLoop {
             rejected: HashSet::new(),
             orphan_cleanups: HashMap::new(),
             allocations: Allocations::default(),
+            qos_written: None,
             source_ready: false,
         }
     }
@@ -295,6 +303,7 @@ impl SyncLoop {
         }
         self.record_pod_counts();
         self.retry_resizes();
+        self.update_qos_cgroups();
         if !self.source_ready {
             return;
         }
@@ -377,5 +386,27 @@ impl SyncLoop {
             }
             self.send_update(&uid, &pod);
         }
+    }
+
+    /// Upstream's `UpdateQOSCgroups`: `kubepods/burstable` gets the shares of the active
+    /// Burstable pods' CPU requests as allocated, `besteffort` the fewest; written when the
+    /// sum changes and re-asserted every minute, as upstream's periodic update.
+    fn update_qos_cgroups(&mut self) {
+        let active: Vec<Pod> = self
+            .active_pods()
+            .iter()
+            .map(|pod| self.allocations.allocated(pod))
+            .collect();
+        let millis = pod_cgroup::burstable_cpu_millis(&active);
+        let fresh = self
+            .qos_written
+            .is_some_and(|(written, at)| written == millis && at.elapsed() < QOS_CGROUP_REFRESH);
+        if fresh {
+            return;
+        }
+        if let Err(error) = pod_cgroup::set_qos_cgroups(&active) {
+            warn!(%error, burstable_cpu_millis = millis, "the QoS-level cgroups could not be updated");
+        }
+        self.qos_written = Some((millis, std::time::Instant::now()));
     }
 }

@@ -4,7 +4,8 @@
 //! manager; one beyond the node is `Infeasible`.
 
 use crate::cluster::{
-    assert_never_forbidden, busybox_pod, cluster, quantity_cpus, shared, status_of, Cluster,
+    assert_never_forbidden, busybox_pod, cluster, exclusive, quantity_cpus, shared, status_of,
+    Cluster,
 };
 use crate::harness::{Node, NodeOptions};
 use serde_json::Value;
@@ -168,7 +169,8 @@ fn wait_pending(c: &Cluster, node: &Node, namespace: &str, name: &str, reason: &
 
 #[test]
 fn a_resize_that_does_not_fit_beside_the_other_pods_is_deferred_until_one_leaves() {
-    let _up = shared();
+    // Alone: every node of the machine writes the QoS-level cgroups this test reads.
+    let _up = exclusive();
     let c = cluster();
     let ns = c.namespace("t-deferred");
     let node = c.join("c-deferred", NodeOptions::default());
@@ -201,15 +203,24 @@ fn a_resize_that_does_not_fit_beside_the_other_pods_is_deferred_until_one_leaves
         .as_str()
         .unwrap_or("")
         .to_string();
-    let shares = || {
-        std::fs::read_to_string(format!(
-            "/sys/fs/cgroup/cpu/kubepods/burstable/pod{uid}/cpu.shares"
-        ))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
+    let read_shares = |cgroup: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/cpu/kubepods/{cgroup}/cpu.shares"))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
     };
+    let shares = || read_shares(&format!("burstable/pod{uid}"));
     assert_eq!(shares(), "102");
+    // The QoS tiers (upstream's UpdateQOSCgroups): burstable holds both pods' requests,
+    // besteffort the fewest shares.
+    let tier = |millis: i64| (millis * 1024 / 1000).to_string();
+    c.wait_for(
+        &node,
+        "the burstable tier's shares",
+        Duration::from_secs(20),
+        || (read_shares("burstable") == tier(half + 100)).then_some(()),
+    );
+    assert_eq!(read_shares("besteffort"), "2");
 
     // Grown past what big leaves: deferred, with the admission predicate's message; small
     // keeps what it was allocated and runs with it.
@@ -264,7 +275,13 @@ fn a_resize_that_does_not_fit_beside_the_other_pods_is_deferred_until_one_leaves
         .cloned()
         .unwrap_or_default();
     assert_eq!(status["restartCount"], 0, "{status}");
-    assert_eq!(shares(), (grown * 1024 / 1000).to_string());
+    assert_eq!(shares(), tier(grown));
+    c.wait_for(
+        &node,
+        "the burstable tier to follow",
+        Duration::from_secs(20),
+        || (read_shares("burstable") == tier(grown)).then_some(()),
+    );
 
     // Beyond the node itself: infeasible, whoever leaves.
     resize(

@@ -107,6 +107,22 @@ pub fn set_pod_cgroup(pod: &Pod) -> std::io::Result<()> {
     metrics().cgroup_operation("create", || cgroups::set_pod_limits(&parent, &limits))
 }
 
+/// The Burstable pods' CPU requests summed, in millicores: what upstream's QoS container
+/// manager gives `kubepods/burstable`.
+pub fn burstable_cpu_millis<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> i64 {
+    pods.into_iter()
+        .filter(|pod| pod_qos(pod) == QosClass::Burstable)
+        .map(|pod| clamp(crate::admission::cpu_and_memory_request(pod).0))
+        .fold(0, i64::saturating_add)
+}
+
+/// Gives the QoS-level cgroups their shares for the active `pods` (upstream's
+/// `UpdateQOSCgroups`).
+pub fn set_qos_cgroups<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> std::io::Result<()> {
+    let millis = burstable_cpu_millis(pods);
+    metrics().cgroup_operation("update", || cgroups::set_qos_shares(millis))
+}
+
 /// The pod's cgroup (`/kubepods/<qos>/pod<uid>`).
 pub fn pod_cgroup_parent(pod: &Pod) -> String {
     pod_qos(pod).cgroup_parent(crate::podutil::uid(pod))

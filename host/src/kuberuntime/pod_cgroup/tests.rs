@@ -105,3 +105,25 @@ fn a_best_effort_pod_gets_the_fewest_shares_and_no_limit() {
         }
     );
 }
+
+#[test]
+fn the_burstable_tier_sums_only_burstable_pods_requests() {
+    let guaranteed = pod(json!({"containers": [
+        container("a", json!({"cpu": "500m", "memory": "64Mi"}), json!({"cpu": "500m", "memory": "64Mi"})),
+    ]}));
+    let burstable = pod(json!({
+        "containers": [container("a", json!({"cpu": "250m"}), json!({}))],
+        "initContainers": [sidecar(container("s", json!({"cpu": "100m"}), json!({})))],
+        "overhead": {"cpu": "10m"},
+    }));
+    let limits_only = pod(json!({"containers": [
+        container("a", json!({}), json!({"memory": "64Mi"})),
+    ]}));
+    let best_effort = pod(json!({"containers": [{"name": "a", "image": "i"}]}));
+    assert_eq!(
+        burstable_cpu_millis([&guaranteed, &burstable, &limits_only, &best_effort]),
+        360,
+        "the sidecar and the overhead count; a memory-only pod adds no CPU"
+    );
+    assert_eq!(burstable_cpu_millis([&guaranteed, &best_effort]), 0);
+}
