@@ -132,6 +132,19 @@ fn metrics() -> &'static crate::metrics::kubelet::KubeletMetrics {
     crate::metrics::kubelet::kubelet()
 }
 
+/// Why a pod cgroup's resize was refused or failed; its text is the resize condition's
+/// message.
+#[derive(Debug, thiserror::Error)]
+pub enum PodCgroupResizeError {
+    /// Upstream's `validateMemoryResizeAction`, pod part: a limit below what the pod uses,
+    /// or no reading of its usage.
+    #[error("cannot decrease memory limits: {0}")]
+    MemoryBelowUsage(String),
+    /// The cgroup files could not be written.
+    #[error("resizing the pod cgroup: {0}")]
+    Write(#[from] std::io::Error),
+}
+
 /// A pod cgroup through an in-place resize: [`PodCgroupResize::begin`] before the
 /// containers are resized, [`PodCgroupResize::finish`] after.
 pub struct PodCgroupResize {
@@ -143,7 +156,7 @@ impl PodCgroupResize {
     /// Grows the pod cgroup to hold both its current limits and those the spec now asks for.
     /// Refuses a pod memory limit below what the pod uses, with upstream's message, before any
     /// container is touched.
-    pub fn begin(pod: &Pod) -> Result<Self, String> {
+    pub fn begin(pod: &Pod) -> Result<Self, PodCgroupResizeError> {
         let parent = pod_cgroup_parent(pod);
         let target = pod_cgroup_limits(pod);
         let resize = Self { parent, target };
@@ -161,23 +174,20 @@ impl PodCgroupResize {
                 Some(_) => None,
             };
             if let Some(problem) = problem {
-                return Err(format!("cannot decrease memory limits: {problem}"));
+                return Err(PodCgroupResizeError::MemoryBelowUsage(problem));
             }
         }
         let grown = target.at_least(&current);
-        metrics()
-            .cgroup_operation("update", || cgroups::set_pod_limits(&resize.parent, &grown))
-            .map_err(|error| format!("resizing the pod cgroup: {error}"))?;
+        metrics().cgroup_operation("update", || cgroups::set_pod_limits(&resize.parent, &grown))?;
         Ok(resize)
     }
 
     /// Gives the pod cgroup exactly the limits the spec asks for.
-    pub fn finish(self) -> Result<(), String> {
-        metrics()
-            .cgroup_operation("update", || {
-                cgroups::set_pod_limits(&self.parent, &self.target)
-            })
-            .map_err(|error| format!("resizing the pod cgroup: {error}"))
+    pub fn finish(self) -> Result<(), PodCgroupResizeError> {
+        metrics().cgroup_operation("update", || {
+            cgroups::set_pod_limits(&self.parent, &self.target)
+        })?;
+        Ok(())
     }
 }
 

@@ -297,10 +297,10 @@ impl RuntimeManager {
             None
         } else {
             PodCgroupResize::begin(pod)
-                .inspect_err(|message| {
-                    warn!(%message, "in-place resize of the pod cgroup refused");
+                .inspect_err(|error| {
+                    warn!(%error, "in-place resize of the pod cgroup refused");
                     outcome.resizes += 1;
-                    outcome.resize_errors.push(message.clone());
+                    outcome.resize_errors.push(error.to_string());
                     actions.resize.clear();
                     actions.kill.retain(|kill| !resize_restart(kill));
                 })
@@ -312,9 +312,9 @@ impl RuntimeManager {
         // Shrunk to the new limits once every container has its own; after a failed container
         // resize the pod keeps the larger limits until the retry.
         if let Some(resize) = pod_cgroup.filter(|_| outcome.resize_errors.is_empty()) {
-            if let Err(message) = resize.finish() {
-                warn!(%message, "in-place resize of the pod cgroup failed; retrying");
-                outcome.resize_errors.push(message);
+            if let Err(error) = resize.finish() {
+                warn!(%error, "in-place resize of the pod cgroup failed; retrying");
+                outcome.resize_errors.push(error.to_string());
                 outcome.requeue = outcome.requeue.min(SYNC_ERROR_RETRY);
             }
         }
