@@ -17,6 +17,7 @@ pub mod eviction;
 pub mod fieldpath;
 pub mod gc;
 pub mod health;
+pub mod heap;
 pub mod kuberuntime;
 pub mod lifecycle;
 pub mod logging;

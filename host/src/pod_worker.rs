@@ -170,14 +170,6 @@ pub fn spawn(
     }
 }
 
-/// `kubelet_pod_worker_duration_seconds{operation_type}` for one sync or kill.
-fn observe_worker(operation: &str, began: std::time::Instant) {
-    crate::metrics::kubelet::kubelet()
-        .pod_worker_duration
-        .get_or_create(&crate::metrics::kubelet::label("operation_type", operation))
-        .observe(began.elapsed().as_secs_f64());
-}
-
 struct PodWorker {
     /// The worker's own inbox, for its probe tasks (weak: the SyncLoop's handle owns it).
     myself: mpsc::WeakUnboundedSender<WorkerMessage>,
@@ -206,6 +198,7 @@ struct PodWorker {
 }
 
 impl PodWorker {
+    /// The worker's life; a sync, eviction or termination future is boxed, not held idle.
     async fn run(
         mut self,
         mut inbox: mpsc::UnboundedReceiver<WorkerMessage>,
@@ -217,7 +210,7 @@ impl PodWorker {
             tokio::select! {
                 _ = async { let _ = predecessor.wait_for(|finished| *finished).await; } => {}
                 Some(WorkerMessage::Terminate { grace }) = inbox.recv() => {
-                    self.terminate(grace, &mut inbox).await;
+                    Box::pin(self.terminate(grace, &mut inbox)).await;
                     let _ = done.send(true);
                     return;
                 }
@@ -270,10 +263,10 @@ impl PodWorker {
                 let span = self.sync_span("kill");
                 let began = std::time::Instant::now();
                 // Teardown retries until it succeeds: its result is always ok.
-                self.terminate(grace, &mut inbox)
+                Box::pin(self.terminate(grace, &mut inbox))
                     .instrument(span.clone())
                     .await;
-                observe_worker("kill", began);
+                crate::metrics::kubelet::kubelet().pod_worker_operation("kill", began);
                 span.record("result", "ok");
                 let _ = done.send(true);
                 continue;
@@ -284,7 +277,9 @@ impl PodWorker {
             }
             if let Some((message, grace)) = evict {
                 let span = self.sync_span("kill");
-                self.evict(message, grace).instrument(span.clone()).await;
+                Box::pin(self.evict(message, grace))
+                    .instrument(span.clone())
+                    .await;
                 span.record("result", "ok");
                 continue;
             }
@@ -297,8 +292,8 @@ impl PodWorker {
             let operation = if self.synced { "sync" } else { "create" };
             let span = self.sync_span(operation);
             let began = std::time::Instant::now();
-            let outcome = self.sync().instrument(span.clone()).await;
-            observe_worker(operation, began);
+            let outcome = Box::pin(self.sync()).instrument(span.clone()).await;
+            crate::metrics::kubelet::kubelet().pod_worker_operation(operation, began);
             self.synced = true;
             span.record("result", if outcome.is_ok() { "ok" } else { "error" });
             let wait = match outcome {

@@ -100,6 +100,7 @@ pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSn
             return snapshot;
         }
     };
+    snapshot.pods.reserve_exact(files.len());
     for file in files {
         let loaded = match read_manifest(&file) {
             Ok(None) => continue,

@@ -420,6 +420,14 @@ impl KubeletMetrics {
         &self.registry
     }
 
+    /// `kubelet_pod_worker_duration_seconds{operation_type}` for one sync or kill that
+    /// `began` then.
+    pub fn pod_worker_operation(&self, operation: &str, began: std::time::Instant) {
+        self.pod_worker_duration
+            .get_or_create(&label("operation_type", operation))
+            .observe(began.elapsed().as_secs_f64());
+    }
+
     /// Times one pod cgroup operation (`create`, `update`, `destroy`), as upstream's cgroup
     /// manager does.
     pub fn cgroup_operation<T>(&self, operation: &str, run: impl FnOnce() -> T) -> T {

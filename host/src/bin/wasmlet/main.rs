@@ -11,6 +11,7 @@ mod cli;
 mod plugin_cmd;
 
 fn main() -> anyhow::Result<()> {
+    wasmlet::heap::use_one_arena();
     let cli = Cli::parse();
     // `run` sets up logging from its config file and flags; the tools log as text at -v 0.
     let _logging = match &cli.command {

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Memory of a wasmlet node at rest with many static pods, each with an exec readiness probe
+# every 10 s (the shape of issue 29's measure): resident memory split into anonymous and
+# file pages, and with `heaptrack` a profile of the heap still live when the node is stopped.
+#
+#   scripts/heap-profile.sh rss                 # RSS only
+#   scripts/heap-profile.sh heaptrack [OUT]     # profile to OUT.zst (default /tmp/wasmlet-heap)
+#
+# Env: PODS (110), SETTLE seconds at rest before the reading (30), WASMLET_BIN
+# (target/release/wasmlet), SOCKET (the containerd of scripts/setup-node.sh). The pods are
+# removed afterwards by a second run of the node with no manifests. Read a profile with
+# `heaptrack_print -f OUT.zst --flamegraph-cost-type leaked -F stacks.folded`: what is
+# "leaked" is what was live when the node was stopped.
+set -euo pipefail
+mode=${1:-rss}
+out=${2:-/tmp/wasmlet-heap}
+pods=${PODS:-110}
+settle=${SETTLE:-30}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${WASMLET_BIN:-$root/target/release/wasmlet}
+socket=${SOCKET:-/var/lib/wasmlet-node/containerd.sock}
+port=19955
+dir=$(mktemp -d /tmp/wasmlet-heap-node.XXXXXX)
+mkdir -p "$dir/manifests" "$dir/logs" "$dir/root"
+
+die() { echo "heap-profile: ERROR: $*" >&2; exit 1; }
+[ -x "$bin" ] || die "no wasmlet binary at $bin (cargo build --release --bin wasmlet)"
+[ -S "$socket" ] || die "no containerd socket at $socket (scripts/setup-node.sh)"
+case $mode in
+  rss) wrap=() ;;
+  heaptrack) command -v heaptrack >/dev/null || die "heaptrack is not installed (apt-get install heaptrack)"
+             wrap=(heaptrack -o "$out") ;;
+  *) die "usage: $0 rss | heaptrack [OUT]" ;;
+esac
+
+cat > "$dir/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: $dir/manifests
+containerRuntimeEndpoint: unix://$socket
+fileCheckFrequency: 1s
+podLogsDir: $dir/logs
+readOnlyPort: $port
+address: 127.0.0.1
+healthzPort: 0
+port: 0
+evictionHard: {memory.available: 100Mi}
+imageGCHighThresholdPercent: 100
+maxPods: $((pods + 50))
+---
+apiVersion: wasmlet.dev/v1alpha1
+kind: WasmletConfiguration
+plegRelistPeriod: 1s
+plegEventedRelistPeriod: 10s
+EOF
+
+start_node() {
+  RUST_LOG=${RUST_LOG:-info} "$@" "$bin" run --config "$dir/config.yaml" \
+    --hostname-override heap-profile --root-dir "$dir/root" >> "$dir/wasmlet.log" 2>&1 &
+}
+# The wasmlet process itself (heaptrack runs it as a child).
+node_pid() {
+  for pid in $(pgrep -f "hostname-override heap-profile"); do
+    [ "$(readlink "/proc/$pid/exe")" = "$(readlink -f "$bin")" ] && echo "$pid" && return
+  done
+}
+ready_count() {
+  curl -s "localhost:$port/pods" | grep -o '"ready":true' | wc -l || true
+}
+
+start_node "${wrap[@]}"
+for _ in $(seq 1 50); do curl -sf "localhost:$port/healthz" >/dev/null && break; sleep 0.2; done
+for i in $(seq 0 $((pods - 1))); do
+  cat > "$dir/manifests/p$i.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: p$i, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: docker.io/library/busybox:local
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "exec sleep 3600"]
+    readinessProbe:
+      exec: {command: ['true']}
+      periodSeconds: 10
+EOF
+done
+started=$SECONDS
+until [ "$(ready_count)" -ge "$pods" ]; do
+  [ $((SECONDS - started)) -lt 300 ] || die "not all $pods pods ready after 300 s; log $dir/wasmlet.log"
+  sleep 1
+done
+echo "$pods pods ready in $((SECONDS - started)) s; at rest for $settle s"
+sleep "$settle"
+pid=$(node_pid)
+[ -n "$pid" ] || die "the wasmlet process is gone; log $dir/wasmlet.log"
+grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
+echo "threads: $(ls "/proc/$pid/task" | wc -l)"
+kill -9 "$pid"
+sleep 1
+
+# The same node with no manifests removes what the first one left.
+rm -f "$dir"/manifests/*.yaml
+RUST_LOG=warn start_node
+cleaner=$!
+for _ in $(seq 1 120); do
+  left=$(ctr -a "$socket" -n k8s.io containers ls -q 2>/dev/null | wc -l)
+  [ "$left" -eq 0 ] && break
+  sleep 1
+done
+kill "$cleaner"; wait "$cleaner" 2>/dev/null || true
+[ "$mode" = heaptrack ] && echo "profile: $out.zst"
+rm -rf "$dir"
