@@ -7,16 +7,20 @@
 //! leaves, another resize is asked for, or housekeeping runs. The pod worker runs the pod as
 //! allocated, so a pending resize is never actuated.
 
+pub mod checkpoint;
 #[cfg(test)]
 mod tests;
 
 use crate::admission::{cpu_and_memory_request, Rejection};
 use crate::resources::{pod_qos, spec_resources, QosClass};
 pub use crate::resources::{PendingReason, PendingResize};
+use checkpoint::Granted;
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::time::Instant;
+use tracing::warn;
 
 /// What the node can allocate to pods, in millicores and bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,27 +46,84 @@ pub enum Outcome {
 #[derive(Debug, Default)]
 pub struct Allocations {
     /// By pod UID: each resizable container's granted resources, by name.
-    granted: HashMap<String, BTreeMap<String, ResourceRequirements>>,
+    granted: Granted,
     /// By pod UID: the pending condition and since when its reason holds.
     pending: HashMap<String, (PendingResize, Instant)>,
     /// Pods whose resize is tried again (asked for, or deferred).
     queue: Vec<String>,
+    /// Where the allocations are saved ([`checkpoint`]); none: kept in memory only.
+    checkpoint: Option<PathBuf>,
+    /// Allocations read from the checkpoint at start that no admission has claimed yet.
+    restored: Granted,
+    /// `granted` changed since it was last saved.
+    unsaved: bool,
 }
 
 impl Allocations {
-    /// Records that `pod` was admitted with its spec's resources.
+    /// Allocations saved at `path`, starting from what an earlier run saved there. An
+    /// unreadable checkpoint is logged and ignored: pods are then admitted with their spec's.
+    pub fn with_checkpoint(path: PathBuf) -> Self {
+        let restored = checkpoint::load(&path).unwrap_or_else(|error| {
+            warn!(%error, "the allocation checkpoint cannot be used; pods are admitted with their spec's resources");
+            Granted::new()
+        });
+        Self {
+            checkpoint: Some(path),
+            restored,
+            ..Default::default()
+        }
+    }
+
+    /// `pod` as admission judges it: with what it was granted before a restart, if that was
+    /// saved (upstream's `AddPod` reads the checkpoint first), else as its spec asks.
+    pub fn admitted_form(&self, pod: &Pod) -> Pod {
+        with_resources(pod, self.restored.get(crate::podutil::uid(pod)))
+    }
+
+    /// Records that `pod` was admitted, with what it was granted before a restart if that
+    /// was saved, else with its spec's resources; a spec that asks for more is queued.
     pub fn admit(&mut self, pod: &Pod) {
         let uid = crate::podutil::uid(pod).to_string();
-        self.granted.insert(uid.clone(), allocation_of(pod));
+        let allocation = self
+            .restored
+            .remove(&uid)
+            .unwrap_or_else(|| allocation_of(pod));
+        self.granted.insert(uid.clone(), allocation);
+        self.unsaved = true;
         self.pending.remove(&uid);
         self.queue.retain(|queued| *queued != uid);
+        if self.differs(pod) {
+            self.queue.push(uid);
+        }
     }
 
     /// Forgets the pods `keep` refuses (their workers have finished).
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        let before = self.granted.len();
         self.granted.retain(|uid, _| keep(uid));
+        self.unsaved |= self.granted.len() != before;
         self.pending.retain(|uid, _| keep(uid));
         self.queue.retain(|uid| keep(uid));
+    }
+
+    /// Drops what the checkpoint held for pods no source wants any more: call it once the
+    /// sources have all been read.
+    pub fn forget_restored(&mut self) {
+        self.restored.clear();
+    }
+
+    /// Writes the allocations to the checkpoint if they changed; a failure is logged and
+    /// tried again at the next save.
+    pub fn save(&mut self) {
+        let Some(path) = self.checkpoint.clone().filter(|_| self.unsaved) else {
+            return;
+        };
+        match checkpoint::save(&path, &self.granted) {
+            Ok(()) => self.unsaved = false,
+            Err(error) => {
+                warn!(%error, file = %path.display(), "the allocation checkpoint could not be written")
+            }
+        }
     }
 
     /// True when `pod`'s spec asks for resources other than those allocated to it.
@@ -80,22 +141,7 @@ impl Allocations {
     /// `pod` with its resizable containers' resources replaced by what is allocated to them:
     /// what the worker runs and the status reports as `allocatedResources`.
     pub fn allocated(&self, pod: &Pod) -> Pod {
-        let mut pod = pod.clone();
-        let Some(granted) = self.granted.get(crate::podutil::uid(&pod)) else {
-            return pod;
-        };
-        let Some(spec) = pod.spec.as_mut() else {
-            return pod;
-        };
-        let init = spec.init_containers.iter_mut().flatten();
-        for container in spec.containers.iter_mut().chain(init) {
-            if let Some(resources) = granted.get(&container.name) {
-                if *resources != spec_resources(container) {
-                    container.resources = Some(resources.clone());
-                }
-            }
-        }
-        pod
+        with_resources(pod, self.granted.get(crate::podutil::uid(pod)))
     }
 
     /// The resize of pod `uid` that waits, if one does.
@@ -166,6 +212,7 @@ impl Allocations {
             match refusal(&pod, &others, allocatable, &fit) {
                 None => {
                     self.granted.insert(uid.clone(), allocation_of(&pod));
+                    self.unsaved = true;
                     self.pending.remove(&uid);
                     changes.push((uid, Outcome::Granted));
                 }
@@ -185,6 +232,8 @@ impl Allocations {
                 }
             }
         }
+        // Saved before any worker actuates a grant.
+        self.save();
         changes
     }
 
@@ -245,6 +294,23 @@ fn resizable(pod: &Pod) -> impl Iterator<Item = &Container> {
         .flatten()
         .filter(|c| crate::podutil::is_sidecar(c));
     spec.into_iter().flat_map(|s| &s.containers).chain(sidecars)
+}
+
+/// `pod` with its containers' resources replaced by `granted`'s, where it names them.
+fn with_resources(pod: &Pod, granted: Option<&BTreeMap<String, ResourceRequirements>>) -> Pod {
+    let mut pod = pod.clone();
+    let (Some(granted), Some(spec)) = (granted, pod.spec.as_mut()) else {
+        return pod;
+    };
+    let init = spec.init_containers.iter_mut().flatten();
+    for container in spec.containers.iter_mut().chain(init) {
+        if let Some(resources) = granted.get(&container.name) {
+            if *resources != spec_resources(container) {
+                container.resources = Some(resources.clone());
+            }
+        }
+    }
+    pod
 }
 
 /// What `pod`'s spec asks for, container by container (upstream's `allocationFromPod`).

@@ -3,7 +3,7 @@
 //! terminates removed ones, and cleans up pods the runtime holds that no source wants.
 
 use crate::admission::{AdmitAttributes, PodAdmitChain};
-use crate::allocation::{self, Allocatable, Allocations, Outcome};
+use crate::allocation::{self, checkpoint, Allocatable, Allocations, Outcome};
 use crate::events::{EventType, ObjectRef};
 use crate::eviction::EvictRequest;
 use crate::health::Health;
@@ -75,6 +75,8 @@ impl SyncLoop {
         admission: PodAdmitChain,
         housekeeping_period: Duration,
     ) -> Self {
+        let checkpoint = node.runtime.node.root_dir.join(checkpoint::FILE_NAME);
+        let allocations = Allocations::with_checkpoint(checkpoint);
         Self {
             node,
             health,
@@ -84,7 +86,7 @@ impl SyncLoop {
             workers: HashMap::new(),
             rejected: HashSet::new(),
             orphan_cleanups: HashMap::new(),
-            allocations: Allocations::default(),
+            allocations,
             qos_written: None,
             source_ready: false,
         }
@@ -222,21 +224,23 @@ impl SyncLoop {
         let Some(source_pod) = self.desired.get(uid).cloned() else {
             return;
         };
-        let pod = source_pod.pod;
         let other_pods = self.active_pods();
+        let admitted = self.allocations.admitted_form(&source_pod.pod);
         let attrs = AdmitAttributes {
-            pod: &pod,
+            pod: &admitted,
             other_pods: &other_pods,
         };
         if let Err(rejection) = self.admission.admit(&attrs) {
-            warn!(pod = %podutil::full_name(&pod), %uid, reason = rejection.reason, message = %rejection.message, "pod rejected at admission");
+            let pod = &source_pod.pod;
+            warn!(pod = %podutil::full_name(pod), %uid, reason = rejection.reason, message = %rejection.message, "pod rejected at admission");
             let status =
                 status::rejected(&rejection.reason, rejection.message, self.node.node_ip());
-            self.node.status.set_status(&pod, status);
+            self.node.status.set_status(pod, status);
             self.rejected.insert(uid.to_string());
             return;
         }
-        self.allocations.admit(&pod);
+        self.allocations.admit(&source_pod.pod);
+        let pod = admitted;
         let full_name = podutil::full_name(&pod);
         let predecessor = self
             .workers
@@ -278,6 +282,10 @@ impl SyncLoop {
         self.workers.retain(|_, w| !w.finished());
         self.allocations
             .retain(|uid| self.workers.contains_key(uid));
+        if self.source_ready {
+            self.allocations.forget_restored();
+        }
+        self.allocations.save();
         self.orphan_cleanups.retain(|_, task| !task.is_finished());
         // A pod being deleted in the API server that has terminated is not started again.
         let restart: Vec<String> = self

@@ -173,7 +173,7 @@ fn a_resize_that_does_not_fit_beside_the_other_pods_is_deferred_until_one_leaves
     let _up = exclusive();
     let c = cluster();
     let ns = c.namespace("t-deferred");
-    let node = c.join("c-deferred", NodeOptions::default());
+    let mut node = c.join("c-deferred", NodeOptions::default());
     let ready = c.wait_node_ready(&node);
     let allocatable = (quantity_cpus(ready["status"]["allocatable"]["cpu"].as_str().unwrap_or(""))
         * 1000.0) as i64;
@@ -252,6 +252,30 @@ fn a_resize_that_does_not_fit_beside_the_other_pods_is_deferred_until_one_leaves
                 .as_str()
                 .is_some_and(|m| m.starts_with("Pod resize Deferred: {"))),
         "no ResizeDeferred event: {events:?}"
+    );
+
+    // The node crashes and comes back: small is admitted with what it was granted (read
+    // back from the allocation checkpoint), not refused for the spec that does not fit, and
+    // its resize waits again.
+    node.restart();
+    c.wait_for(
+        &node,
+        "the restarted node to report small again",
+        Duration::from_secs(60),
+        || {
+            let pod = c.pod(&ns, "small")?;
+            let log = node.log();
+            (log.matches("pod added").count() >= 4
+                && pod["status"]["phase"] == "Running"
+                && condition(&pod, "PodResizePending").is_some_and(|p| p["reason"] == "Deferred"))
+            .then_some(())
+        },
+    );
+    assert_eq!(shares(), "102");
+    assert!(
+        !node.log().contains("pod rejected at admission"),
+        "{}",
+        node.log_tail()
     );
 
     // Big leaves: the resize is granted and actuated, without a restart.

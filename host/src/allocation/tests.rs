@@ -239,3 +239,82 @@ fn the_event_message_summarises_the_specs_resources_as_upstream() {
         r#"Pod resize Deferred: {"containers":[{"name":"c","resources":{"requests":{"cpu":"250m","memory":"64Mi"}}}],"generation":2,"error":"no room"}"#
     );
 }
+
+#[test]
+fn a_restarted_node_admits_a_pod_with_what_it_was_granted_and_queues_its_pending_resize() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(checkpoint::FILE_NAME);
+    let mut allocations = Allocations::with_checkpoint(path.clone());
+    let (one, two) = (pod("one", 500, 100), pod("two", 300, 100));
+    allocations.admit(&one);
+    allocations.admit(&two);
+    // Granted, then a further resize deferred: only the grant is saved.
+    let granted = pod("two", 400, 100);
+    allocations.pod_updated(&granted);
+    retry(&mut allocations, &[one.clone(), granted.clone()]);
+    let deferred = pod("two", 700, 100);
+    allocations.pod_updated(&deferred);
+    retry(&mut allocations, &[one.clone(), deferred.clone()]);
+    assert_eq!(
+        allocations.pending("two").map(|p| p.reason),
+        Some(PendingReason::Deferred)
+    );
+
+    // The node restarts: admission judges two as granted, and its resize waits again.
+    let mut restarted = Allocations::with_checkpoint(path.clone());
+    assert_eq!(
+        requests(&restarted.admitted_form(&deferred)),
+        (400, 100 << 20)
+    );
+    assert_eq!(
+        requests(&restarted.admitted_form(&pod("new", 1, 1))),
+        (1, 1 << 20)
+    );
+    restarted.admit(&one);
+    restarted.admit(&deferred);
+    assert!(restarted.has_queued());
+    assert_eq!(requests(&restarted.allocated(&deferred)), (400, 100 << 20));
+    retry(&mut restarted, &[one, deferred]);
+    assert_eq!(
+        restarted.pending("two").map(|p| p.reason),
+        Some(PendingReason::Deferred)
+    );
+
+    // A pod gone while the node was down is forgotten once the sources are read.
+    let mut again = Allocations::with_checkpoint(path);
+    again.forget_restored();
+    assert_eq!(
+        requests(&again.admitted_form(&pod("two", 700, 100))),
+        (700, 100 << 20)
+    );
+}
+
+#[test]
+fn an_unreadable_checkpoint_is_named_and_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(checkpoint::FILE_NAME);
+    assert!(checkpoint::load(&path)
+        .expect("no file: nothing saved")
+        .is_empty());
+    std::fs::write(&path, r#"{"version": 7, "pods": {}}"#).expect("write");
+    let error = checkpoint::load(&path).expect_err("a version this node does not write");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: field `version`: 7 is not the version this node writes (1)",
+            path.display()
+        )
+    );
+    std::fs::write(&path, "not json").expect("write");
+    let error = checkpoint::load(&path).expect_err("not JSON");
+    assert!(
+        error.to_string().starts_with(&path.display().to_string()),
+        "{error}"
+    );
+    // The node starts with its pods' specs.
+    let allocations = Allocations::with_checkpoint(path);
+    assert_eq!(
+        requests(&allocations.admitted_form(&pod("p", 5, 5))),
+        (5, 5 << 20)
+    );
+}
