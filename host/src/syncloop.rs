@@ -206,10 +206,16 @@ impl SyncLoop {
             self.desired.insert(uid, pod);
         }
         self.retry_resizes();
+        let changed = !updates.added.is_empty() || !updates.removed.is_empty();
         for pod in updates.added {
             let uid = pod.uid().to_string();
             self.desired.insert(uid.clone(), pod);
             self.admit_desired(&uid, runtime_pods);
+        }
+        // The QoS tiers follow pods as they come and go (upstream updates them as it makes a
+        // pod's cgroup), not only on housekeeping.
+        if changed {
+            self.update_qos_cgroups();
         }
         self.record_pod_counts();
     }
