@@ -51,13 +51,13 @@ fn limit_pods_cgroup_at(root: &Path, cpu_millis: i64, memory_bytes: i64) -> std:
     let memory = dir(root, "memory", PODS_CGROUP);
     std::fs::create_dir_all(&cpu)?;
     std::fs::create_dir_all(&memory)?;
-    if pod_limits::is_unified(root) {
-        let weight = pod_limits::shares_to_weight(shares);
-        write(&cpu, "cpu.weight", &weight.to_string())?;
-        return write(&memory, "memory.max", &memory_bytes.to_string());
-    }
-    write(&cpu, "cpu.shares", &shares.to_string())?;
-    write(&memory, "memory.limit_in_bytes", &memory_bytes.to_string())
+    pod_limits::write_shares(root, &cpu, shares)?;
+    let limit_file = if pod_limits::is_unified(root) {
+        "memory.max"
+    } else {
+        "memory.limit_in_bytes"
+    };
+    write(&memory, limit_file, &memory_bytes.to_string())
 }
 
 #[cfg(test)]

@@ -418,7 +418,7 @@ impl SyncLoop {
         if fresh {
             return;
         }
-        if let Err(error) = pod_cgroup::set_qos_cgroups(&active) {
+        if let Err(error) = pod_cgroup::set_qos_cgroups(millis) {
             warn!(%error, burstable_cpu_millis = millis, "the QoS-level cgroups could not be updated");
         }
         self.qos_written = Some((millis, std::time::Instant::now()));

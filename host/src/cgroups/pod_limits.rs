@@ -67,6 +67,16 @@ pub(super) fn write(dir: &Path, file: &str, value: &str) -> io::Result<()> {
     })
 }
 
+/// Gives the cgroup directory `cpu` (under the hierarchies at `root`) `shares`: as
+/// `cpu.shares` on cgroup v1, as the `cpu.weight` they map to on v2.
+pub(super) fn write_shares(root: &Path, cpu: &Path, shares: i64) -> io::Result<()> {
+    if is_unified(root) {
+        write(cpu, "cpu.weight", &shares_to_weight(shares).to_string())
+    } else {
+        write(cpu, "cpu.shares", &shares.to_string())
+    }
+}
+
 /// Creates the pod cgroup `parent` (e.g. `/kubepods/burstable/pod<uid>`) where needed and
 /// gives it `limits`.
 pub fn set_pod_limits(parent: &str, limits: &PodLimits) -> io::Result<()> {
@@ -79,12 +89,8 @@ pub(super) fn set_pod_limits_at(root: &Path, parent: &str, limits: &PodLimits) -
     let memory = dir(root, "memory", parent);
     std::fs::create_dir_all(&cpu)?;
     std::fs::create_dir_all(&memory)?;
+    write_shares(root, &cpu, limits.cpu_shares)?;
     if is_unified(root) {
-        write(
-            &cpu,
-            "cpu.weight",
-            &shares_to_weight(limits.cpu_shares).to_string(),
-        )?;
         let quota = limits
             .cpu_quota_us
             .map_or_else(|| "max".to_string(), |q| q.to_string());
@@ -94,7 +100,6 @@ pub(super) fn set_pod_limits_at(root: &Path, parent: &str, limits: &PodLimits) -
             .map_or_else(|| "max".to_string(), |m| m.to_string());
         return write(&memory, "memory.max", &memory_max);
     }
-    write(&cpu, "cpu.shares", &limits.cpu_shares.to_string())?;
     write(&cpu, "cpu.cfs_period_us", &CPU_PERIOD_US.to_string())?;
     write(
         &cpu,

@@ -3,7 +3,7 @@
 //! pods' CPU requests together. Guaranteed pods sit directly under `kubepods` with their own
 //! shares, so under contention each class gets CPU in proportion to what it requested.
 
-use super::pod_limits::{dir, is_unified, shares_to_weight, write};
+use super::pod_limits::{dir, write_shares};
 use super::{CGROUP_ROOT, PODS_CGROUP};
 use crate::resources::{milli_cpu_to_shares, MIN_SHARES};
 use std::io;
@@ -24,11 +24,7 @@ pub(super) fn set_qos_shares_at(root: &Path, burstable_cpu_millis: i64) -> io::R
     for (class, shares) in classes {
         let cpu = dir(root, "cpu", &format!("{PODS_CGROUP}/{class}"));
         std::fs::create_dir_all(&cpu)?;
-        if is_unified(root) {
-            write(&cpu, "cpu.weight", &shares_to_weight(shares).to_string())?;
-        } else {
-            write(&cpu, "cpu.shares", &shares.to_string())?;
-        }
+        write_shares(root, &cpu, shares)?;
     }
     Ok(())
 }

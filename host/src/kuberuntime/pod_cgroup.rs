@@ -116,11 +116,10 @@ pub fn burstable_cpu_millis<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> i64 
         .fold(0, i64::saturating_add)
 }
 
-/// Gives the QoS-level cgroups their shares for the active `pods` (upstream's
-/// `UpdateQOSCgroups`).
-pub fn set_qos_cgroups<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> std::io::Result<()> {
-    let millis = burstable_cpu_millis(pods);
-    metrics().cgroup_operation("update", || cgroups::set_qos_shares(millis))
+/// Gives the QoS-level cgroups their shares for `burstable_cpu_millis`, the active pods'
+/// [`burstable_cpu_millis`] (upstream's `UpdateQOSCgroups`).
+pub fn set_qos_cgroups(burstable_cpu_millis: i64) -> std::io::Result<()> {
+    metrics().cgroup_operation("update", || cgroups::set_qos_shares(burstable_cpu_millis))
 }
 
 /// The pod's cgroup (`/kubepods/<qos>/pod<uid>`).
