@@ -9,6 +9,7 @@ mod read;
 use k8s_openapi::api::core::v1::Pod;
 use notify::{RecursiveMode, Watcher};
 pub use read::{read_manifest, ReadError};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +21,9 @@ use tracing::{debug, info, warn};
 pub struct StaticPod {
     /// The manifest it came from, so `/manifests` and errors can name it.
     pub file: PathBuf,
-    /// The pod as the manifest defines it, with upstream's defaults, UID and node name filled in.
-    pub pod: Pod,
+    /// The pod as the manifest defines it, with upstream's defaults, UID and node name filled
+    /// in; shared with the merge and the SyncLoop, which hold the same pod.
+    pub pod: Arc<Pod>,
 }
 
 impl StaticPod {
@@ -64,8 +66,8 @@ pub struct SourceSnapshot {
 pub struct ApiSnapshot {
     /// Whether the first list has completed (upstream's `sourcesReady` for the API source).
     pub ready: bool,
-    /// The pods bound to this node.
-    pub pods: Vec<Pod>,
+    /// The pods bound to this node, shared with the merge and the SyncLoop.
+    pub pods: Vec<Arc<Pod>>,
 }
 
 /// The largest manifest file read, in bytes. Upstream has no cap; a pod spec is a few KiB, so
@@ -79,7 +81,9 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// [`MAX_MANIFEST_BYTES`], is not UTF-8 or does not parse is reported by name and skipped.
 /// A file that defined a pod in `previous` and has turned bad keeps that pod as it was until
 /// the file is fixed or removed, as upstream's file source keeps a pod whose file it cannot
-/// process on a change; a path that cannot be listed keeps every pod of `previous`.
+/// process on a change; a path that cannot be listed keeps every pod of `previous`. A file
+/// whose text is unchanged (the UID hashes it with the node and the path) keeps its pod of
+/// `previous` without being parsed again: the periodic rescan reads, but does not parse.
 pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSnapshot {
     let mut snapshot = SourceSnapshot {
         ready: true,
@@ -101,10 +105,25 @@ pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSn
         }
     };
     snapshot.pods.reserve_exact(files.len());
+    let by_file: HashMap<&Path, &StaticPod> = previous
+        .pods
+        .iter()
+        .map(|p| (p.file.as_path(), p))
+        .collect();
     for file in files {
+        let kept = by_file.get(file.as_path()).copied();
         let loaded = match read_manifest(&file) {
             Ok(None) => continue,
-            Ok(Some(text)) => manifest::load(&text, &file, node_name).map_err(|p| p.to_string()),
+            Ok(Some(text)) => {
+                let uid = manifest::pod_uid(&text, &file, node_name);
+                if let Some(unchanged) = kept.filter(|p| p.uid() == uid) {
+                    add_pod(&mut snapshot, unchanged.clone());
+                    continue;
+                }
+                manifest::load(&text, &file, node_name)
+                    .map(Arc::new)
+                    .map_err(|p| p.to_string())
+            }
             Err(error) => Err(error.to_string()),
         };
         let message = match loaded {
@@ -114,7 +133,7 @@ pub fn scan(path: &Path, node_name: &str, previous: &SourceSnapshot) -> SourceSn
             }
             Err(message) => message,
         };
-        match previous.pods.iter().find(|p| p.file == file) {
+        match kept {
             Some(kept) => {
                 snapshot.errors.push(ManifestError {
                     file,
@@ -307,6 +326,42 @@ mod tests {
 
     fn pod_yaml(name: &str) -> String {
         GOOD.replace("name: good", &format!("name: {name}"))
+    }
+
+    #[test]
+    fn a_rescan_keeps_the_pods_of_unchanged_files_and_parses_only_the_edited_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), pod_yaml("a")).unwrap();
+        std::fs::write(dir.path().join("b.yaml"), pod_yaml("b")).unwrap();
+        let first = scan(dir.path(), "node", &SourceSnapshot::default());
+        let again = scan(dir.path(), "node", &first);
+        assert_eq!(again, first);
+        for (kept, before) in again.pods.iter().zip(&first.pods) {
+            assert!(
+                Arc::ptr_eq(&kept.pod, &before.pod),
+                "{} parsed again",
+                kept.file.display()
+            );
+        }
+        // The same text under another node name is another pod: the UID hashes the node.
+        let elsewhere = scan(dir.path(), "other", &first);
+        assert!(!Arc::ptr_eq(&elsewhere.pods[0].pod, &first.pods[0].pod));
+        assert_eq!(
+            elsewhere.pods[0].pod.metadata.name.as_deref(),
+            Some("a-other")
+        );
+        std::fs::write(
+            dir.path().join("b.yaml"),
+            pod_yaml("b").replace("busybox:local", "busybox:2"),
+        )
+        .unwrap();
+        let edited = scan(dir.path(), "node", &again);
+        assert!(Arc::ptr_eq(&edited.pods[0].pod, &first.pods[0].pod));
+        assert_ne!(edited.pods[1].uid(), first.pods[1].uid());
+        let image = edited.pods[1].pod.spec.as_ref().unwrap().containers[0]
+            .image
+            .as_deref();
+        assert_eq!(image, Some("busybox:2"));
     }
 
     /// An alias bomb: nine levels of nine references, 9^9 strings once expanded, in the one

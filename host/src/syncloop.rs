@@ -136,7 +136,7 @@ impl SyncLoop {
                 counts
             })
         };
-        let desired = count(&mut self.desired.values().map(|p| &p.pod));
+        let desired = count(&mut self.desired.values().map(|p| &*p.pod));
         let active = self.active_pods();
         let active = count(&mut active.iter());
         for (is_static, index) in [(false, 0), (true, 1)] {
@@ -361,7 +361,10 @@ impl SyncLoop {
         let changes = self.allocations.retry(
             |uid| {
                 let running = workers.get(uid).is_some_and(|w| !w.terminating);
-                desired.get(uid).filter(|_| running).map(|p| p.pod.clone())
+                desired
+                    .get(uid)
+                    .filter(|_| running)
+                    .map(|p| Pod::clone(&p.pod))
             },
             &active,
             allocatable,

@@ -288,7 +288,7 @@ pub async fn run(clients: ApiClients, pods: Arc<MirrorPods>, mut inputs: MirrorI
                 actual.push(pod.clone());
             }
         }
-        let statics: Vec<Pod> = snapshot.pods.iter().map(|s| s.pod.clone()).collect();
+        let statics: Vec<Pod> = snapshot.pods.iter().map(|s| Pod::clone(&s.pod)).collect();
         let known = mirror_uids(&statics, &actual);
         crate::metrics::kubelet::kubelet()
             .mirror_pods

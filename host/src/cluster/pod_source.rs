@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
+use kube::runtime::WatchStreamExt;
 use std::sync::Arc;
 use tokio::sync::watch;
 use tracing::{debug, warn};
@@ -37,23 +38,27 @@ fn publishes(event: &watcher::Event<Pod>) -> bool {
     )
 }
 
-/// The store's pods, split into pods to run and mirror pods.
-fn split(held: Vec<Arc<Pod>>) -> (Vec<Pod>, Vec<Pod>) {
-    let (mirrors, pods): (Vec<Pod>, Vec<Pod>) = held
-        .into_iter()
-        .map(Arc::unwrap_or_clone)
-        .partition(is_mirror);
-    (pods, mirrors)
+/// The store's pods, split into pods to run (the store's own, shared) and mirror pods.
+fn split(held: Vec<Arc<Pod>>) -> (Vec<Arc<Pod>>, Vec<Pod>) {
+    let (mirrors, pods): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
+        held.into_iter().partition(|pod| is_mirror(pod));
+    (
+        pods,
+        mirrors.into_iter().map(Arc::unwrap_or_clone).collect(),
+    )
 }
 
-/// Marks a pod as coming from the API server, as upstream annotates its internal copy.
-fn annotate(mut pod: Pod) -> Pod {
-    pod.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(CONFIG_SOURCE_ANNOTATION.to_string(), "api".to_string());
+/// Prepares a pod as the watch delivers it, before the store holds it: a pod to run is marked
+/// as coming from the API server (as upstream annotates its internal copy), and no pod keeps
+/// its managed fields, which nothing on the node reads.
+fn prepare(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
-    pod
+    if !is_mirror(pod) {
+        pod.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(CONFIG_SOURCE_ANNOTATION.to_string(), "api".to_string());
+    }
 }
 
 /// Watches the pods bound to this node until the process ends, publishing the pods to run
@@ -67,7 +72,8 @@ pub async fn run(
 ) {
     let api: Api<Pod> = Api::all(clients.main.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={}", clients.node_name));
-    let mut stream = watch_backoff::backed_off(watcher::watcher(api, config), "pods").boxed();
+    let watch = watcher::watcher(api, config).modify(prepare);
+    let mut stream = watch_backoff::backed_off(watch, "pods").boxed();
     let mut store = Writer::<Pod>::default();
     let held = store.as_reader();
     let mut ready = false;
@@ -86,10 +92,7 @@ pub async fn run(
         }
         let (run, mirror) = split(held.state());
         debug!(pods = run.len(), mirrors = mirror.len(), "api pods changed");
-        let _ = pods.send(Arc::new(ApiSnapshot {
-            ready,
-            pods: run.into_iter().map(annotate).collect(),
-        }));
+        let _ = pods.send(Arc::new(ApiSnapshot { ready, pods: run }));
         let _ = mirrors.send(mirror);
     }
 }
@@ -110,10 +113,10 @@ mod tests {
         pod
     }
 
-    fn uids(pods: &[Pod]) -> Vec<String> {
+    fn uids<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> Vec<String> {
         let mut uids: Vec<String> = pods
             .iter()
-            .map(|p| p.metadata.uid.clone().unwrap_or_default())
+            .map(|p| p.borrow().metadata.uid.clone().unwrap_or_default())
             .collect();
         uids.sort();
         uids
@@ -164,9 +167,16 @@ mod tests {
     }
 
     #[test]
-    fn api_pods_are_annotated_with_their_source() {
-        let pod = annotate(pod("a", false));
-        let source = pod.metadata.annotations.unwrap_or_default();
+    fn api_pods_are_annotated_with_their_source_and_mirror_pods_are_not() {
+        let mut run = pod("a", false);
+        run.metadata.managed_fields = Some(vec![Default::default()]);
+        prepare(&mut run);
+        let source = run.metadata.annotations.unwrap_or_default();
         assert_eq!(source[CONFIG_SOURCE_ANNOTATION], "api");
+        assert_eq!(run.metadata.managed_fields, None);
+        let mut mirror = pod("m", true);
+        prepare(&mut mirror);
+        let annotations = mirror.metadata.annotations.unwrap_or_default();
+        assert!(!annotations.contains_key(CONFIG_SOURCE_ANNOTATION));
     }
 }

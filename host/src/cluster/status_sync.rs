@@ -201,15 +201,15 @@ impl ApiStatusWriter {
     /// Compares the API server's copies of the pods with what was written (upstream's
     /// `needsReconcile`): a status someone else changed where the node owns it is written
     /// again. Static pods are left out: their mirror pods carry their status.
-    pub fn reconcile(&self, api_pods: &[Pod]) {
+    pub fn reconcile<P: std::borrow::Borrow<Pod>>(&self, api_pods: &[P]) {
         self.reconcile_at(api_pods, std::time::Instant::now());
     }
 
     /// [`Self::reconcile`] at `now`: a status written less than a [`SYNC_PERIOD`] before is
     /// not compared yet (the watch may not have brought it back).
-    fn reconcile_at(&self, api_pods: &[Pod], now: std::time::Instant) {
+    fn reconcile_at<P: std::borrow::Borrow<Pod>>(&self, api_pods: &[P], now: std::time::Instant) {
         let mut entries = self.lock();
-        for api_pod in api_pods {
+        for api_pod in api_pods.iter().map(P::borrow) {
             let uid = crate::podutil::uid(api_pod);
             let Some(entry) = entries.get_mut(uid) else {
                 continue;

@@ -25,8 +25,8 @@ pub struct SourcePod {
     pub source: SourceKind,
     /// Where in the source it came from, for logs (the manifest file).
     pub origin: String,
-    /// The pod, with its UID set.
-    pub pod: Pod,
+    /// The pod, with its UID set; the source's own, shared.
+    pub pod: Arc<Pod>,
 }
 
 impl SourcePod {
@@ -140,7 +140,7 @@ fn static_pods(snapshot: &SourceSnapshot) -> Vec<SourcePod> {
         .map(|p| SourcePod {
             source: SourceKind::File,
             origin: p.file.display().to_string(),
-            pod: p.pod.clone(),
+            pod: Arc::clone(&p.pod),
         })
         .collect()
 }
@@ -153,7 +153,7 @@ fn api_pods(snapshot: &super::ApiSnapshot) -> Vec<SourcePod> {
         .map(|pod| SourcePod {
             source: SourceKind::Api,
             origin: "api".to_string(),
-            pod: pod.clone(),
+            pod: Arc::clone(pod),
         })
         .collect()
 }
@@ -230,7 +230,7 @@ mod tests {
         SourcePod {
             source: SourceKind::File,
             origin: format!("/manifests/{uid}.yaml"),
-            pod,
+            pod: Arc::new(pod),
         }
     }
 
@@ -298,7 +298,7 @@ mod tests {
             let mut config = PodConfig::new(&[SourceKind::File]);
             config.merge(SourceKind::File, vec![pod("a", "x")], true);
             let mut changed = pod("a", "x");
-            change(&mut changed.pod);
+            change(Arc::make_mut(&mut changed.pod));
             let updates = config.merge(SourceKind::File, vec![changed.clone()], true);
             let expected = if update { vec![changed] } else { vec![] };
             assert_eq!(updates.updated, expected, "{case}");
