@@ -16,6 +16,7 @@ use crate::resources::{pod_qos, spec_resources, QosClass};
 pub use crate::resources::{PendingReason, PendingResize};
 use checkpoint::Granted;
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -140,8 +141,9 @@ impl Allocations {
 
     /// `pod` with its resizable containers' resources replaced by what is allocated to them:
     /// what the worker runs and the status reports as `allocatedResources`.
-    pub fn allocated(&self, pod: &Pod) -> Pod {
-        with_resources(pod, self.granted.get(crate::podutil::uid(pod)))
+    /// Borrowed when the pod already runs with its allocation, as almost every pod does.
+    pub fn allocated<'a>(&self, pod: &'a Pod) -> Cow<'a, Pod> {
+        with_resources_borrowed(pod, self.granted.get(crate::podutil::uid(pod)))
     }
 
     /// The resize of pod `uid` that waits, if one does.
@@ -207,7 +209,7 @@ impl Allocations {
             let others: Vec<Pod> = active
                 .iter()
                 .filter(|other| crate::podutil::uid(other) != uid)
-                .map(|other| self.allocated(other))
+                .map(|other| self.allocated(other).into_owned())
                 .collect();
             match refusal(&pod, &others, allocatable, &fit) {
                 None => {
@@ -298,9 +300,29 @@ fn resizable(pod: &Pod) -> impl Iterator<Item = &Container> {
 
 /// `pod` with its containers' resources replaced by `granted`'s, where it names them.
 fn with_resources(pod: &Pod, granted: Option<&BTreeMap<String, ResourceRequirements>>) -> Pod {
+    with_resources_borrowed(pod, granted).into_owned()
+}
+
+/// [`with_resources`] without a copy when the pod already runs with `granted`.
+fn with_resources_borrowed<'a>(
+    pod: &'a Pod,
+    granted: Option<&BTreeMap<String, ResourceRequirements>>,
+) -> Cow<'a, Pod> {
+    let (Some(granted), Some(spec)) = (granted, pod.spec.as_ref()) else {
+        return Cow::Borrowed(pod);
+    };
+    let init = spec.init_containers.iter().flatten();
+    let same = spec.containers.iter().chain(init).all(|container| {
+        granted
+            .get(&container.name)
+            .is_none_or(|resources| *resources == spec_resources(container))
+    });
+    if same {
+        return Cow::Borrowed(pod);
+    }
     let mut pod = pod.clone();
-    let (Some(granted), Some(spec)) = (granted, pod.spec.as_mut()) else {
-        return pod;
+    let Some(spec) = pod.spec.as_mut() else {
+        return Cow::Owned(pod);
     };
     let init = spec.init_containers.iter_mut().flatten();
     for container in spec.containers.iter_mut().chain(init) {
@@ -310,7 +332,7 @@ fn with_resources(pod: &Pod, granted: Option<&BTreeMap<String, ResourceRequireme
             }
         }
     }
-    pod
+    Cow::Owned(pod)
 }
 
 /// What `pod`'s spec asks for, container by container (upstream's `allocationFromPod`).

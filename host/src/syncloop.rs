@@ -137,8 +137,8 @@ impl SyncLoop {
             })
         };
         let desired = count(&mut self.desired.values().map(|p| &*p.pod));
-        let active = self.active_pods();
-        let active = count(&mut active.iter());
+        let mut active = [0i64; 2];
+        self.visit_active_pods(|pod| active[usize::from(podutil::is_static(pod))] += 1);
         for (is_static, index) in [(false, 0), (true, 1)] {
             let label = kubelet_metrics::static_label(is_static);
             metrics
@@ -151,15 +151,23 @@ impl SyncLoop {
 
     /// The pods admitted that are neither terminating nor terminal.
     fn active_pods(&self) -> Vec<Pod> {
-        self.workers
-            .values()
-            .filter(|w| !w.terminating)
-            .filter_map(|w| self.node.status.get(&w.uid))
-            .filter(|p| {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                !matches!(phase, Some("Succeeded") | Some("Failed"))
-            })
-            .collect()
+        let mut active = Vec::new();
+        self.visit_active_pods(|pod| active.push(pod.clone()));
+        active
+    }
+
+    /// Calls `f` with each active pod (see [`Self::active_pods`]) as the status store holds
+    /// it, without copying it.
+    fn visit_active_pods(&self, mut f: impl FnMut(&Pod)) {
+        let running = self.workers.values().filter(|w| !w.terminating);
+        self.node
+            .status
+            .visit(running.map(|w| w.uid.as_str()), |pod| {
+                let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+                if !matches!(phase, Some("Succeeded") | Some("Failed")) {
+                    f(pod);
+                }
+            });
     }
 
     /// Applies one batch of source changes: removals first, then additions.
@@ -338,7 +346,7 @@ impl SyncLoop {
     fn send_update(&self, uid: &str, pod: &Pod) {
         if let Some(worker) = self.workers.get(uid) {
             worker.send(WorkerMessage::Update {
-                pod: Box::new(self.allocations.allocated(pod)),
+                pod: Box::new(self.allocations.allocated(pod).into_owned()),
                 resize_pending: self.allocations.pending(uid).cloned(),
             });
         }
@@ -409,12 +417,11 @@ impl SyncLoop {
     /// Burstable pods' CPU requests as allocated, `besteffort` the fewest; written when the
     /// sum changes and re-asserted every minute, as upstream's periodic update.
     fn update_qos_cgroups(&mut self) {
-        let active: Vec<Pod> = self
-            .active_pods()
-            .iter()
-            .map(|pod| self.allocations.allocated(pod))
-            .collect();
-        let millis = pod_cgroup::burstable_cpu_millis(&active);
+        let mut millis = 0i64;
+        self.visit_active_pods(|pod| {
+            let allocated = self.allocations.allocated(pod);
+            millis = millis.saturating_add(pod_cgroup::burstable_cpu_millis([&*allocated]));
+        });
         let fresh = self
             .qos_written
             .is_some_and(|(written, at)| written == millis && at.elapsed() < QOS_CGROUP_REFRESH);

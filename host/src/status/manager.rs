@@ -44,12 +44,19 @@ impl StatusManager {
         self.store.get(uid)
     }
 
+    /// Calls `f` with the pod of each of `uids` as last written, without copying it.
+    pub fn visit<'a>(&self, uids: impl IntoIterator<Item = &'a str>, f: impl FnMut(&Pod)) {
+        self.store.visit(uids, f);
+    }
+
     /// Whether the pod's published phase is Succeeded or Failed.
     pub fn is_terminal(&self, uid: &str) -> bool {
-        self.get(uid)
-            .and_then(|p| p.status)
-            .and_then(|s| s.phase)
-            .is_some_and(|phase| phase == "Succeeded" || phase == "Failed")
+        let mut terminal = false;
+        self.visit([uid], |pod| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            terminal = matches!(phase, Some("Succeeded") | Some("Failed"));
+        });
+        terminal
     }
 
     /// Publishes `status` for `pod`.

@@ -36,6 +36,15 @@ impl StatusStore {
         self.lock().get(uid).cloned()
     }
 
+    /// Calls `f` with the pod of each of `uids` the store holds, under its lock and without
+    /// copying it: the housekeeping sums over every pod use this, not [`Self::get`].
+    pub fn visit<'a>(&self, uids: impl IntoIterator<Item = &'a str>, mut f: impl FnMut(&Pod)) {
+        let pods = self.lock();
+        for pod in uids.into_iter().filter_map(|uid| pods.get(uid)) {
+            f(pod);
+        }
+    }
+
     /// The pod named `namespace/name`, as upstream's `GetPodByName` finds it for the
     /// streaming endpoints, without copying every other pod. While a deleted pod and its
     /// successor of the same name are both known, the successor.
