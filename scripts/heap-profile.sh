@@ -6,6 +6,8 @@
 #   scripts/heap-profile.sh rss                 # RSS only
 #   scripts/heap-profile.sh heaptrack [OUT]     # profile to OUT.zst (default /tmp/wasmlet-heap)
 #
+# `rss` then releases the binary's file pages and reads again after SETTLE seconds: the
+# working set at rest (WORKING_SET=0 skips it).
 # Env: PODS (110), SETTLE seconds at rest before the reading (30), WASMLET_BIN
 # (target/release/wasmlet), SOCKET (the containerd of scripts/setup-node.sh). The pods are
 # removed afterwards by a second run of the node with no manifests. Read a profile with
@@ -98,6 +100,34 @@ pid=$(node_pid)
 [ -n "$pid" ] || die "the wasmlet process is gone; log $dir/wasmlet.log"
 grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
 echo "threads: $(ls "/proc/$pid/task" | wc -l)"
+if [ "$mode" = rss ] && [ "${WORKING_SET:-1}" = 1 ]; then
+  # The file pages are the binary's text touched since start. Ask the kernel to reclaim them
+  # now, as it would under memory pressure (process_madvise MADV_PAGEOUT on the binary's
+  # mappings), and read again after SETTLE seconds: what came back is the text the node uses
+  # at rest, so the second reading is its working set.
+  python3 - "$pid" <<'PY'
+import ctypes, os, sys
+pid = int(sys.argv[1]); exe = os.readlink(f"/proc/{pid}/exe")
+libc = ctypes.CDLL(None, use_errno=True)
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+SYS_PROCESS_MADVISE, MADV_PAGEOUT = 440, 21
+pidfd = os.pidfd_open(pid)
+for line in open(f"/proc/{pid}/maps"):
+    fields = line.split()
+    if len(fields) >= 6 and fields[5] == exe:
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        iov = Iovec(start, end - start)
+        if libc.syscall(SYS_PROCESS_MADVISE, pidfd, ctypes.byref(iov), 1, MADV_PAGEOUT, 0) < 0:
+            sys.exit(f"process_madvise: {os.strerror(ctypes.get_errno())}")
+PY
+  ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+  before=$(ticks)
+  sleep "$settle"
+  echo "after the binary's pages were released, $settle s at rest (the working set):"
+  grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
+  echo "CPU over those $settle s: $(( ($(ticks) - before) * 100 / $(getconf CLK_TCK) )) centi-seconds"
+fi
 kill -9 "$pid"
 sleep 1
 
