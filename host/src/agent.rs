@@ -170,6 +170,7 @@ pub async fn run(config: NodeConfig) -> Result<(), StartError> {
         config.root_dir.clone(),
         store.clone(),
     );
+    crate::heap::spawn_periodic_release();
     let state = ServerState {
         store: store.clone(),
         health: health.clone(),

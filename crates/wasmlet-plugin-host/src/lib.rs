@@ -32,7 +32,7 @@ pub use config::{
     Rollout, World, CONTRACT_VERSION, DEFAULT_POLL_PERIOD,
 };
 pub use distribute::{pull_plugin, push_plugin, sign_plugin, Pulled, RegistryAccess};
-pub use engine::{sha256_hex, CompileError, EngineError, PluginEngine};
+pub use engine::{release_freed_heap, sha256_hex, CompileError, EngineError, PluginEngine};
 pub use error::{Fault, LoadError, PluginError};
 pub use instance::LoadedPlugin;
 pub use oci::parsers as oci_parsers;
