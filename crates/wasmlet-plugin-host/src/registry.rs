@@ -147,6 +147,28 @@ impl PluginRegistry {
 
     /// Re-reads the config and every `.wasm`; loads, validates and swaps in what changed.
     /// Blocking (it compiles): call it off the async executor.
+    ///
+    /// A config that cannot be used is named in [`PluginRegistry::report`] and changes
+    /// nothing; the plugins loaded before keep serving:
+    ///
+    /// ```
+    /// use wasmlet_plugin_host::{PluginEngine, PluginRegistry, World};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let config = dir.path().join("plugins.yaml");
+    /// let header = "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginConfiguration\n";
+    /// std::fs::write(&config, format!("{header}plugins: []\n"))?;
+    /// let registry = PluginRegistry::new(PluginEngine::new(None)?, Some(config.clone()));
+    /// registry.reload();
+    /// assert!(registry.report()["configError"].is_null());
+    /// assert!(!registry.has(World::EvictionPolicy), "no plugin: the built-in default decides");
+    ///
+    /// std::fs::write(&config, format!("{header}plugins: [{{name: x, world: no-such-world}}]\n"))?;
+    /// registry.reload();
+    /// let error = registry.report()["configError"].as_str().unwrap_or_default().to_string();
+    /// assert!(error.contains("no-such-world"), "{error}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reload(&self) {
         let _one_at_a_time = self.reload_lock.lock();
         let Some(file) = &self.config_file else {
