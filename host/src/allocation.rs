@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 use tracing::warn;
 
@@ -76,9 +77,13 @@ impl Allocations {
     }
 
     /// `pod` as admission judges it: with what it was granted before a restart, if that was
-    /// saved (upstream's `AddPod` reads the checkpoint first), else as its spec asks.
-    pub fn admitted_form(&self, pod: &Pod) -> Pod {
-        with_resources(pod, self.restored.get(crate::podutil::uid(pod)))
+    /// saved (upstream's `AddPod` reads the checkpoint first), else as its spec asks: then it
+    /// is `pod` itself, shared.
+    pub fn admitted_form(&self, pod: &Arc<Pod>) -> Arc<Pod> {
+        shared(
+            pod,
+            with_resources_borrowed(pod, self.restored.get(crate::podutil::uid(pod))),
+        )
     }
 
     /// Records that `pod` was admitted, with what it was granted before a restart if that
@@ -144,6 +149,11 @@ impl Allocations {
     /// Borrowed when the pod already runs with its allocation, as almost every pod does.
     pub fn allocated<'a>(&self, pod: &'a Pod) -> Cow<'a, Pod> {
         with_resources_borrowed(pod, self.granted.get(crate::podutil::uid(pod)))
+    }
+
+    /// [`Self::allocated`] for a shared pod: `pod` itself when it runs with its allocation.
+    pub fn allocated_shared(&self, pod: &Arc<Pod>) -> Arc<Pod> {
+        shared(pod, self.allocated(pod))
     }
 
     /// The resize of pod `uid` that waits, if one does.
@@ -299,8 +309,12 @@ fn resizable(pod: &Pod) -> impl Iterator<Item = &Container> {
 }
 
 /// `pod` with its containers' resources replaced by `granted`'s, where it names them.
-fn with_resources(pod: &Pod, granted: Option<&BTreeMap<String, ResourceRequirements>>) -> Pod {
-    with_resources_borrowed(pod, granted).into_owned()
+/// `pod` itself when `form` borrows it, else the new form.
+fn shared(pod: &Arc<Pod>, form: Cow<'_, Pod>) -> Arc<Pod> {
+    match form {
+        Cow::Borrowed(_) => Arc::clone(pod),
+        Cow::Owned(changed) => Arc::new(changed),
+    }
 }
 
 /// [`with_resources`] without a copy when the pod already runs with `granted`.

@@ -71,7 +71,7 @@ pub enum WorkerMessage {
     /// one, as upstream's `UpdatePod`.
     Update {
         /// The pod with the resources allocated to it ([`crate::allocation`]).
-        pod: Box<Pod>,
+        pod: Arc<Pod>,
         /// Its resize that waits for the node, if one does.
         resize_pending: Option<PendingResize>,
     },
@@ -134,7 +134,7 @@ enum WorkerState {
 /// full name) to finish first. `known_empty`: the runtime holds nothing for the pod yet.
 pub fn spawn(
     node: Arc<NodeRuntime>,
-    pod: Pod,
+    pod: Arc<Pod>,
     predecessor: Option<watch::Receiver<bool>>,
     known_empty: bool,
 ) -> WorkerHandle {
@@ -178,8 +178,8 @@ struct PodWorker {
     /// The probe tasks of each running app container.
     probes: HashMap<String, ContainerProbes>,
     node: Arc<NodeRuntime>,
-    /// The pod with the resources allocated to it.
-    pod: Pod,
+    /// The pod with the resources allocated to it (the source's own when they are its spec's).
+    pod: Arc<Pod>,
     /// Its resize that waits for the node, if one does.
     resize_pending: Option<PendingResize>,
     uid: String,
@@ -256,7 +256,7 @@ impl PodWorker {
                 }
             }
             if let Some((pod, resize_pending)) = update {
-                self.update(*pod, resize_pending);
+                self.update(pod, resize_pending);
                 sync = true;
             }
             if let Some(grace) = terminate {
@@ -383,7 +383,7 @@ impl PodWorker {
     /// Takes the source's new version of the pod: the next sync brings the runtime, the
     /// volumes and the status towards it. Probes of running containers keep their tasks; new
     /// containers get the new probe configs.
-    fn update(&mut self, pod: Pod, resize_pending: Option<PendingResize>) {
+    fn update(&mut self, pod: Arc<Pod>, resize_pending: Option<PendingResize>) {
         debug!("pod updated by its source");
         self.pod = pod;
         self.resize_pending = resize_pending;

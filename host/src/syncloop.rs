@@ -343,10 +343,10 @@ impl SyncLoop {
 
     /// Hands the worker of `uid` its pod as the source now has it, with the resources
     /// allocated to it and its resize that waits, if any.
-    fn send_update(&self, uid: &str, pod: &Pod) {
+    fn send_update(&self, uid: &str, pod: &Arc<Pod>) {
         if let Some(worker) = self.workers.get(uid) {
             worker.send(WorkerMessage::Update {
-                pod: Box::new(self.allocations.allocated(pod).into_owned()),
+                pod: self.allocations.allocated_shared(pod),
                 resize_pending: self.allocations.pending(uid).cloned(),
             });
         }

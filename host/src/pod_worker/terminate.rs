@@ -14,6 +14,7 @@ use crate::runtime_status::PodRuntimeStatus;
 use crate::timestamps;
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::info;
@@ -32,14 +33,17 @@ impl PodWorker {
         let mut grace = grace
             .map(|g| g.max(MINIMUM_GRACE))
             .unwrap_or_else(|| podutil::grace_period(&self.pod));
-        self.pod.metadata.deletion_timestamp = Some(timestamps::now());
+        // The worker's own copy from here on: the source's pod is not being stopped.
+        Arc::make_mut(&mut self.pod).metadata.deletion_timestamp = Some(timestamps::now());
         // No probe acts on a pod being deleted (upstream sets liveness and startup to success),
         // and none may still run a command in a container being stopped.
         self.quiesce_probes().await;
         info!(grace_s = grace.as_secs(), "terminating pod");
         let mut with_hooks = true;
         let stopped = loop {
-            self.pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
+            Arc::make_mut(&mut self.pod)
+                .metadata
+                .deletion_grace_period_seconds = Some(grace.as_secs() as i64);
             self.node.status.mark_terminating(&self.uid, grace);
             tokio::select! {
                 stopped = self.stop_for_removal(grace, with_hooks) => break stopped,
