@@ -308,7 +308,6 @@ fn resizable(pod: &Pod) -> impl Iterator<Item = &Container> {
     spec.into_iter().flat_map(|s| &s.containers).chain(sidecars)
 }
 
-/// `pod` with its containers' resources replaced by `granted`'s, where it names them.
 /// `pod` itself when `form` borrows it, else the new form.
 fn shared(pod: &Arc<Pod>, form: Cow<'_, Pod>) -> Arc<Pod> {
     match form {
@@ -317,7 +316,8 @@ fn shared(pod: &Arc<Pod>, form: Cow<'_, Pod>) -> Arc<Pod> {
     }
 }
 
-/// [`with_resources`] without a copy when the pod already runs with `granted`.
+/// `pod` with its containers' resources replaced by `granted`'s, where it names them;
+/// borrowed, not copied, when the pod already runs with `granted`.
 fn with_resources_borrowed<'a>(
     pod: &'a Pod,
     granted: Option<&BTreeMap<String, ResourceRequirements>>,

@@ -188,6 +188,12 @@ pub fn log_directory_of(pod_logs_dir: &Path, namespace: &str, name: &str, uid: &
     pod_logs_dir.join(format!("{namespace}_{name}_{uid}"))
 }
 
+/// Whether the pod's published phase is Succeeded or Failed: it runs nothing any more.
+pub fn is_terminal(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded") | Some("Failed"))
+}
+
 /// A pod from a file or HTTP source rather than the API server (upstream's `IsStaticPod`).
 pub fn is_static(pod: &Pod) -> bool {
     pod.metadata

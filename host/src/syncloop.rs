@@ -163,8 +163,7 @@ impl SyncLoop {
         self.node
             .status
             .visit(running.map(|w| w.uid.as_str()), |pod| {
-                let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-                if !matches!(phase, Some("Succeeded") | Some("Failed")) {
+                if !podutil::is_terminal(pod) {
                     f(pod);
                 }
             });

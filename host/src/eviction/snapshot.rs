@@ -63,11 +63,7 @@ impl EvictionManager {
             .store
             .list()
             .into_iter()
-            .filter(|p| {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                !matches!(phase, Some("Succeeded") | Some("Failed"))
-                    && p.metadata.deletion_timestamp.is_none()
-            })
+            .filter(|p| !crate::podutil::is_terminal(p) && p.metadata.deletion_timestamp.is_none())
             .collect();
         let mut infos = Vec::new();
         let mut meta = Vec::new();

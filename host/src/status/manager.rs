@@ -52,10 +52,7 @@ impl StatusManager {
     /// Whether the pod's published phase is Succeeded or Failed.
     pub fn is_terminal(&self, uid: &str) -> bool {
         let mut terminal = false;
-        self.visit([uid], |pod| {
-            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-            terminal = matches!(phase, Some("Succeeded") | Some("Failed"));
-        });
+        self.visit([uid], |pod| terminal = crate::podutil::is_terminal(pod));
         terminal
     }
 
