@@ -183,7 +183,10 @@ fn a_key_cut_by_a_line_break_names_a_field() {
     );
     assert!(load(&text, Path::new("/m/p.yaml"), "node").is_err());
     check(&text);
-    assert!(!names_a_field_of(&text, "spec.containers[0].resources.requests.cpu:/x.limits"));
+    assert!(!names_a_field_of(
+        &text,
+        "spec.containers[0].resources.requests.cpu:/x.limits"
+    ));
 }
 
 /// The `manifest` fuzz target's crash (fuzz/README.md): an anchor on a key YAML cannot scan
