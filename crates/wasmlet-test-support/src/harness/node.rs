@@ -436,29 +436,47 @@ impl Node {
         }
     }
 
-    /// Removes every sandbox and container labelled with this node, leftovers included.
+    /// Removes every sandbox and container labelled with this node, leftovers included. A
+    /// create the killed node had sent can land after the first listing, so it lists again
+    /// until nothing is left, and names what stays after a few rounds.
     fn remove_everything(&self) {
-        self.runtime.block_on(async {
-            let selector = self.selector(&[]);
-            for c in self
-                .cri
-                .list_containers(selector.clone())
-                .await
-                .unwrap_or_default()
-            {
-                let _ = self.cri.stop_container(&c.id, Duration::ZERO).await;
-                let _ = self.cri.remove_container(&c.id).await;
+        let selector = self.selector(&[]);
+        for round in 0..5 {
+            if round > 0 {
+                std::thread::sleep(Duration::from_millis(300));
             }
-            for s in self
-                .cri
-                .list_pod_sandbox(selector)
-                .await
-                .unwrap_or_default()
-            {
-                let _ = self.cri.stop_pod_sandbox(&s.id).await;
-                let _ = self.cri.remove_pod_sandbox(&s.id).await;
+            let (containers, sandboxes) = self.runtime.block_on(async {
+                let containers = self.cri.list_containers(selector.clone()).await;
+                let sandboxes = self.cri.list_pod_sandbox(selector.clone()).await;
+                (
+                    containers.unwrap_or_default(),
+                    sandboxes.unwrap_or_default(),
+                )
+            });
+            if containers.is_empty() && sandboxes.is_empty() {
+                return;
             }
-        });
+            if round == 4 {
+                let names = sandboxes.iter().filter_map(|s| s.metadata.as_ref());
+                let names: Vec<_> = names.map(|m| m.name.as_str()).collect();
+                eprintln!(
+                    "node {}: {} containers and the sandboxes {names:?} remain in the runtime",
+                    self.name,
+                    containers.len()
+                );
+                return;
+            }
+            self.runtime.block_on(async {
+                for c in &containers {
+                    let _ = self.cri.stop_container(&c.id, Duration::ZERO).await;
+                    let _ = self.cri.remove_container(&c.id).await;
+                }
+                for s in &sandboxes {
+                    let _ = self.cri.stop_pod_sandbox(&s.id).await;
+                    let _ = self.cri.remove_pod_sandbox(&s.id).await;
+                }
+            });
+        }
     }
 }
 
