@@ -22,6 +22,13 @@ use tracing::{debug, info, warn};
 /// Upstream's `plegChannelCapacity`.
 pub const CHANNEL_CAPACITY: usize = 1000;
 
+/// How long the relist that routes the start of a container not listed yet waits. Such a
+/// start is one a pod worker has just made, and that worker publishes the status itself: a
+/// relist at once would compete with the rest of that pod's start (CreateContainer,
+/// StartContainer) for the runtime, and would run once per container when many pods start;
+/// within this window the starts of a burst share one relist.
+pub const UNLISTED_START_RELIST: Duration = Duration::from_millis(100);
+
 /// What happened to a container (or sandbox) between two relists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlegEventKind {
@@ -208,8 +215,8 @@ impl Pleg {
                         relist_at = relist_at.min(Instant::now() + self.config.relist_period);
                     }
                     StreamMessage::Event(event) => {
-                        if !self.on_task_event(event, &events) {
-                            relist_at = Instant::now();
+                        if let Some(within) = self.on_task_event(event, &events) {
+                            relist_at = relist_at.min(Instant::now() + within);
                         }
                     }
                 },
@@ -247,16 +254,21 @@ impl Pleg {
         }
     }
 
-    /// Applies a task event. Returns false when the container is not listed yet (created
-    /// since the last relist), so the caller relists at once.
-    fn on_task_event(&mut self, event: TaskEvent, events: &mpsc::Sender<PlegEvent>) -> bool {
+    /// Applies a task event. Returns how soon to relist when the container is not listed
+    /// yet (created since the last relist): a stop at once, a start within
+    /// [`UNLISTED_START_RELIST`].
+    fn on_task_event(
+        &mut self,
+        event: TaskEvent,
+        events: &mpsc::Sender<PlegEvent>,
+    ) -> Option<Duration> {
         match event {
             TaskEvent::Started { container_id } => {
                 // Events only trigger syncs; the records stay what the last relist saw, so
                 // the next relist still reports any change an event could not confirm.
                 let Some(record) = self.records.get(&container_id) else {
                     debug!(%container_id, "start of a container not listed yet; relisting");
-                    return false;
+                    return Some(UNLISTED_START_RELIST);
                 };
                 let kind = PlegEventKind::ContainerStarted;
                 self.running
@@ -270,7 +282,7 @@ impl Pleg {
                         exit: None,
                     },
                 );
-                true
+                None
             }
             TaskEvent::Exited {
                 container_id,
@@ -283,15 +295,17 @@ impl Pleg {
                     finished_at: exited_at,
                     oom_killed,
                 };
-                self.on_stop(container_id, Some(exit), events)
+                (!self.on_stop(container_id, Some(exit), events)).then_some(Duration::ZERO)
             }
-            TaskEvent::Stopped { container_id } => self.on_stop(container_id, None, events),
+            TaskEvent::Stopped { container_id } => {
+                (!self.on_stop(container_id, None, events)).then_some(Duration::ZERO)
+            }
             // The exit follows; remember why it will come.
             TaskEvent::OutOfMemory { container_id } => {
                 if self.oom_killed.len() < 1024 {
                     self.oom_killed.insert(container_id);
                 }
-                true
+                None
             }
         }
     }

@@ -221,10 +221,16 @@ impl PodWorker {
             .pod_worker_start_duration
             .observe(self.first_seen.elapsed().as_secs_f64());
         let mut next_sync = Instant::now();
+        // The first sync runs at once: a timer at `now` would fire at the timer wheel's next
+        // millisecond tick, which a new pod's start would wait for.
+        let mut initial_sync = Some(WorkerMessage::Sync);
         while self.state != WorkerState::Terminated {
-            let message = tokio::select! {
-                message = inbox.recv() => message,
-                _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
+            let message = match initial_sync.take() {
+                Some(sync) => Some(sync),
+                None => tokio::select! {
+                    message = inbox.recv() => message,
+                    _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
+                },
             };
             let Some(first) = message else { return };
             let mut terminate: Option<Option<Duration>> = None;

@@ -2,19 +2,19 @@
 //! and rescanned every `fileCheckFrequency` as a safety net. The source publishes whole
 //! snapshots; the SyncLoop diffs them by UID.
 
+mod changes;
 pub mod manifest;
 pub mod merge;
 mod read;
 
 use k8s_openapi::api::core::v1::Pod;
-use notify::{RecursiveMode, Watcher};
 pub use read::{read_manifest, ReadError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 /// A pod read from a manifest file.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,12 +194,12 @@ pub async fn run_static_source(
     rescan_period: Duration,
     publish: watch::Sender<Arc<SourceSnapshot>>,
 ) {
-    let (events_tx, mut events_rx) = mpsc::unbounded_channel::<()>();
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let mut watcher = None;
     let mut last_errors = Vec::new();
     loop {
         if watcher.is_none() {
-            watcher = watch_directory(&path, events_tx.clone());
+            watcher = changes::watch_directory(&path, events_tx.clone());
         }
         let snapshot = {
             let path = path.clone();
@@ -232,37 +232,8 @@ pub async fn run_static_source(
             }
         }
         tokio::select! {
-            event = events_rx.recv() => {
-                if event.is_none() { return; }
-                // Writers often emit several events per change: take the burst, scan once.
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                while events_rx.try_recv().is_ok() {}
-            }
+            change = changes::next_change(&mut events_rx, changes::SETTLE) => if change.is_none() { return },
             _ = tokio::time::sleep(rescan_period) => {}
-        }
-    }
-}
-
-fn watch_directory(
-    path: &Path,
-    events: mpsc::UnboundedSender<()>,
-) -> Option<notify::RecommendedWatcher> {
-    let dir = if path.is_file() { path.parent()? } else { path };
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Reading the manifests is itself an (access) event: only changes trigger a scan.
-        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
-            let _ = events.send(());
-        }
-    })
-    .ok()?;
-    match watcher.watch(dir, RecursiveMode::NonRecursive) {
-        Ok(()) => {
-            info!(path = %dir.display(), "watching static pod path");
-            Some(watcher)
-        }
-        Err(error) => {
-            warn!(path = %dir.display(), %error, "cannot watch static pod path; rescanning periodically");
-            None
         }
     }
 }
