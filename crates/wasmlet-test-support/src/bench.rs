@@ -5,7 +5,9 @@ use crate::harness::{busybox_pod, Node};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wasmlet::cri::CriClient;
+use wasmlet::kuberuntime::pod_cgroup;
 use wasmlet::kuberuntime::pod_config::{self, NodeContext};
+use wasmlet::resources::QosClass;
 use wasmlet::source::manifest;
 
 /// A count from environment variable `name` (`BENCH_*`), else `default`.
@@ -61,6 +63,9 @@ pub async fn raw_cri_start(cri: &CriClient, node: &NodeContext, name: &str) -> (
     let container = &pod.spec.as_ref().unwrap().containers[0];
     std::fs::create_dir_all(&sandbox_config.log_directory).ok();
     let own_files = node_written_files(&node.root_dir.join(name));
+    // The pod cgroup with the pod's limits, which the node creates before a sandbox runs:
+    // runc then creates the sandbox's and the container's cgroups under the same parent.
+    pod_cgroup::set_pod_cgroup(&pod).expect("pod cgroup");
     let started = Instant::now();
     let sandbox = cri
         .run_pod_sandbox(sandbox_config.clone())
@@ -88,8 +93,18 @@ pub async fn remove_sandbox(cri: &CriClient, sandbox: &str) {
             let _ = cri.remove_container(&c.id).await;
         }
     }
+    // The raw side's pods are BestEffort, so their pod cgroups sit in that tier.
+    let parent = cri
+        .pod_sandbox_status(sandbox)
+        .await
+        .ok()
+        .and_then(|status| status.metadata)
+        .map(|pod| QosClass::BestEffort.cgroup_parent(&pod.uid));
     let _ = cri.stop_pod_sandbox(sandbox).await;
     let _ = cri.remove_pod_sandbox(sandbox).await;
+    if let Some(parent) = parent {
+        wasmlet::cgroups::remove_pod_cgroup(&parent);
+    }
 }
 
 /// The node the raw CRI side starts its pods for: beside `node`, under a name of its own, so
