@@ -24,14 +24,15 @@ pub enum Change {
 }
 
 /// The change `event` stands for, or `None` when it calls for no scan: reads (the scan's own
-/// reads raise access events), and hidden files, which the scan skips as upstream does (a
-/// writer's temporary file before its rename).
-pub fn classify(event: &Event) -> Option<Change> {
+/// reads raise access events), and with `skip_hidden` (a watched directory) hidden files,
+/// which the scan of a directory skips as upstream does (a writer's temporary file before its
+/// rename).
+pub fn classify(event: &Event, skip_hidden: bool) -> Option<Change> {
     let hidden = |path: &Path| {
         path.file_name()
             .is_some_and(|name| name.as_encoded_bytes().starts_with(b"."))
     };
-    if !event.paths.is_empty() && event.paths.iter().all(|p| hidden(p)) {
+    if skip_hidden && !event.paths.is_empty() && event.paths.iter().all(|p| hidden(p)) {
         return None;
     }
     match event.kind {
@@ -69,9 +70,12 @@ pub fn watch_directory(
     path: &Path,
     events: mpsc::UnboundedSender<Change>,
 ) -> Option<notify::RecommendedWatcher> {
-    let dir = if path.is_file() { path.parent()? } else { path };
+    // A single manifest file (upstream allows one) is read whatever its name.
+    let single_file = path.is_file();
+    let dir = if single_file { path.parent()? } else { path };
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
-        if let Some(change) = event.ok().as_ref().and_then(classify) {
+        let change = event.ok().and_then(|e| classify(&e, !single_file));
+        if let Some(change) = change {
             let _ = events.send(change);
         }
     })
@@ -106,7 +110,7 @@ mod tests {
         let removed = EventKind::Remove(RemoveKind::File);
         for kind in [renamed, closed, removed] {
             assert_eq!(
-                classify(&event(kind, &["/m/web.yaml"])),
+                classify(&event(kind, &["/m/web.yaml"]), true),
                 Some(Change::Complete),
                 "{kind:?}"
             );
@@ -115,7 +119,7 @@ mod tests {
         let written = EventKind::Modify(ModifyKind::Data(DataChange::Any));
         for kind in [created, written] {
             assert_eq!(
-                classify(&event(kind, &["/m/web.yaml"])),
+                classify(&event(kind, &["/m/web.yaml"]), true),
                 Some(Change::InProgress),
                 "{kind:?}"
             );
@@ -123,16 +127,21 @@ mod tests {
     }
 
     #[test]
-    fn reads_and_hidden_files_call_for_no_scan_but_a_rename_out_of_hiding_does() {
+    fn reads_and_a_directorys_hidden_files_call_for_no_scan_but_a_rename_out_of_hiding_does() {
         let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
-        assert_eq!(classify(&event(read, &["/m/web.yaml"])), None);
+        assert_eq!(classify(&event(read, &["/m/web.yaml"]), true), None);
         let opened = EventKind::Access(AccessKind::Open(AccessMode::Any));
-        assert_eq!(classify(&event(opened, &["/m/web.yaml"])), None);
+        assert_eq!(classify(&event(opened, &["/m/web.yaml"]), true), None);
         let written = EventKind::Modify(ModifyKind::Data(DataChange::Any));
-        assert_eq!(classify(&event(written, &["/m/.web.yaml.tmp"])), None);
+        assert_eq!(classify(&event(written, &["/m/.web.yaml.tmp"]), true), None);
+        // A static pod path that is itself a hidden file is read, so its changes count.
+        assert_eq!(
+            classify(&event(written, &["/m/.web.yaml"]), false),
+            Some(Change::InProgress)
+        );
         let both = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
         assert_eq!(
-            classify(&event(both, &["/m/.web.yaml.tmp", "/m/web.yaml"])),
+            classify(&event(both, &["/m/.web.yaml.tmp", "/m/web.yaml"]), true),
             Some(Change::Complete)
         );
     }
