@@ -16,6 +16,10 @@ use std::process::Command;
 
 /// componentize-py, from PyPI.
 pub const COMPONENTIZE_PY_VERSION: &str = "0.25.1";
+
+/// What the `componentize-py` console script runs, for the venv's interpreter to run with the
+/// tool's arguments.
+const COMPONENTIZE_PY_MAIN: &str = "import sys\nfrom componentize_py import script\nsys.argv[0] = 'componentize-py'\nsys.exit(script())";
 /// jco, from npm; it drives componentize-js.
 pub const JCO_VERSION: &str = "1.35.0";
 /// componentize-js (StarlingMonkey), from npm.
@@ -246,8 +250,13 @@ impl Builder<'_> {
                 &self.project.dir,
             )?;
         }
+        // Through the venv's interpreter rather than its `componentize-py` script: pip writes
+        // the venv's path at install time into the script's `#!` line, and the venv sits in a
+        // target directory that later checkouts reach through paths of their own.
         run(
-            Command::new(tool)
+            Command::new(venv.join("bin/python3"))
+                .arg("-c")
+                .arg(COMPONENTIZE_PY_MAIN)
                 .arg("-d")
                 .arg(tree.wit())
                 .args(["-w", world.as_str(), "componentize", "-p"])
