@@ -12,8 +12,9 @@
 //!    wasmlet's steady CPU and RSS.
 //!
 //! `cargo bench --bench pod_lifecycle` (env `BENCH_STARTS`, `BENCH_EXITS`, `BENCH_PODS`,
-//! `BENCH_FLOOR_PARALLEL`, `BENCH_RAW_OBSERVED`; `BENCH_ROUNDS` repeats part 3, floor then wasmlet, and reports the
-//! median ratio; `BENCH_NODE_LOG=FILE` keeps the node's log of the 110-pod start).
+//! `BENCH_FLOOR_PARALLEL`, `BENCH_RAW_OBSERVED`; `BENCH_ROUNDS` repeats part 3, floor then
+//! wasmlet, and reports the median ratio; `BENCH_NODE_LOG=FILE` keeps the node's log of the
+//! 110-pod start).
 
 use wasmlet_test_support::{bench as support, harness};
 
@@ -352,8 +353,6 @@ fn main() {
 const PROBED: &str =
     "    readinessProbe:\n      exec: {command: ['true']}\n      periodSeconds: 10\n";
 
-/// Writes `pods` manifests at once; `container_extra` is appended to the container.
-/// Prints how long the writing took and the CPU wasmlet used until all ran.
 /// Runs `start` while, when `observed`, another thread polls the node's `/pods` as
 /// `Node::wait_for` does.
 fn observing<T>(node: &Node, observed: bool, start: impl FnOnce() -> T) -> T {
@@ -373,6 +372,8 @@ fn observing<T>(node: &Node, observed: bool, start: impl FnOnce() -> T) -> T {
     })
 }
 
+/// Writes `pods` manifests at once; `container_extra` is appended to the container.
+/// Prints how long the writing took and the CPU wasmlet used until all ran.
 fn fill(node: &Node, pods: usize, container_extra: &str) {
     let pid = node.pid().expect("wasmlet pid");
     let (started, ticks) = (Instant::now(), cpu_ticks(pid));

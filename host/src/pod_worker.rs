@@ -223,14 +223,15 @@ impl PodWorker {
         let mut next_sync = Instant::now();
         // The first sync runs at once: a timer at `now` would fire at the timer wheel's next
         // millisecond tick, which a new pod's start would wait for.
-        let mut initial_sync = Some(WorkerMessage::Sync);
+        let mut first_sync = true;
         while self.state != WorkerState::Terminated {
-            let message = match initial_sync.take() {
-                Some(sync) => Some(sync),
-                None => tokio::select! {
+            let message = if std::mem::take(&mut first_sync) {
+                Some(WorkerMessage::Sync)
+            } else {
+                tokio::select! {
                     message = inbox.recv() => message,
                     _ = tokio::time::sleep_until(next_sync) => Some(WorkerMessage::Sync),
-                },
+                }
             };
             let Some(first) = message else { return };
             let mut terminate: Option<Option<Duration>> = None;

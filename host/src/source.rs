@@ -170,6 +170,12 @@ fn add_pod(snapshot: &mut SourceSnapshot, pod: StaticPod) {
     }
 }
 
+/// Whether a directory entry is hidden: the scan skips it, as upstream does, and its changes
+/// start no scan.
+fn is_hidden(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(b".")
+}
+
 /// The manifest files under `path`, in name order; hidden files are skipped as upstream.
 /// Every other entry is listed, whatever its type, so that one that cannot be used is named.
 fn list_manifest_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -179,7 +185,7 @@ fn list_manifest_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(path)? {
         let name = entry?.file_name();
-        if !name.as_encoded_bytes().starts_with(b".") {
+        if !is_hidden(&name) {
             names.push(name);
         }
     }

@@ -28,10 +28,7 @@ pub enum Change {
 /// which the scan of a directory skips as upstream does (a writer's temporary file before its
 /// rename).
 pub fn classify(event: &Event, skip_hidden: bool) -> Option<Change> {
-    let hidden = |path: &Path| {
-        path.file_name()
-            .is_some_and(|name| name.as_encoded_bytes().starts_with(b"."))
-    };
+    let hidden = |path: &Path| path.file_name().is_some_and(super::is_hidden);
     if skip_hidden && !event.paths.is_empty() && event.paths.iter().all(|p| hidden(p)) {
         return None;
     }
