@@ -11,6 +11,8 @@
 # ready and starts it again on the same root dir, as after an upgrade: the plugins load from
 # the compile cache and the pods are adopted, so the readings leave out what only a first
 # start runs.
+# PODS_REQUESTS=N then reads `/pods` N times, one after another, and prints the node's CPU
+# and the wall time per request (the cost of serving the pod list).
 # Env: PODS (110), SETTLE seconds at rest before the reading (30), WASMLET_BIN
 # (target/release/wasmlet), SOCKET (the containerd of scripts/setup-node.sh). The pods are
 # removed afterwards by a second run of the node with no manifests. Read a profile with
@@ -114,7 +116,25 @@ sleep "$settle"
 pid=$(node_pid)
 [ -n "$pid" ] || die "the wasmlet process is gone; log $dir/wasmlet.log"
 grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
+# The binary's own resident pages, mapping by mapping: the first read-only segment holds the
+# relocation table the loader reads at start, r-xp is the text, the second r--p the
+# relocated read-only data.
+exe=$(readlink "/proc/$pid/exe")
+awk -v exe="$exe" '/^[0-9a-f]+-[0-9a-f]+ / { mapping = ($6 == exe) ? $2 : "" }
+  /^Rss:/ && mapping != "" { printf "  binary %s %d kB\n", mapping, $2 }' "/proc/$pid/smaps"
 echo "threads: $(ls "/proc/$pid/task" | wc -l)"
+requests=${PODS_REQUESTS:-0}
+if [ "$requests" -gt 0 ]; then
+  cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+  ticks_before=$(cpu_ticks)
+  started_ns=$(date +%s%N)
+  for _ in $(seq 1 "$requests"); do
+    curl -sf -o /dev/null "localhost:$port/pods" || die "GET /pods failed"
+  done
+  wall_us=$(( ($(date +%s%N) - started_ns) / 1000 / requests ))
+  cpu_us=$(( ($(cpu_ticks) - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests ))
+  echo "GET /pods x $requests ($(curl -s "localhost:$port/pods" | wc -c) bytes): $wall_us us wall, $cpu_us us of the node's CPU per request"
+fi
 if [ "$mode" = rss ] && [ "${WORKING_SET:-1}" = 1 ]; then
   # The file pages are the binary's text touched since start. Ask the kernel to reclaim them
   # now, as it would under memory pressure (process_madvise MADV_PAGEOUT on the binary's

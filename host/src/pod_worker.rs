@@ -441,7 +441,7 @@ impl PodWorker {
         terminal: bool,
     ) {
         self.last_published = Some((runtime.clone(), waiting.clone()));
-        let previous = self.node.status.get(&self.uid).and_then(|p| p.status);
+        let previous = self.node.status.published_status(&self.uid);
         let probes: HashMap<String, prober::ProbeView> = self
             .probes
             .iter()

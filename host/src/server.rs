@@ -103,11 +103,26 @@ async fn plugins(State(state): State<ServerState>) -> Json<serde_json::Value> {
     Json(state.plugins.report())
 }
 
-async fn pods(State(state): State<ServerState>) -> Json<k8s_openapi::List<Pod>> {
-    Json(k8s_openapi::List {
-        items: state.store.list(),
+async fn pods(State(state): State<ServerState>) -> Response {
+    let pods = state.store.list();
+    Json(PodList {
+        api_version: "v1",
+        kind: "PodList",
+        items: pods.iter().map(|pod| &**pod).collect(),
         metadata: Default::default(),
     })
+    .into_response()
+}
+
+/// The body of `/pods`: upstream's `PodList`, written from the status store's shared pods
+/// without copying them.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PodList<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    items: Vec<&'a Pod>,
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta,
 }
 
 async fn healthz(State(state): State<ServerState>) -> Response {

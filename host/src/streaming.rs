@@ -184,7 +184,7 @@ impl Target {
 
 impl StreamingState {
     /// The pod the request names (upstream's `GetPodByName`, then the UID check).
-    fn pod(&self, target: &Target) -> Result<Pod, StreamingError> {
+    fn pod(&self, target: &Target) -> Result<Arc<Pod>, StreamingError> {
         let pod = self
             .store
             .get_by_name(&target.namespace, &target.pod)

@@ -50,7 +50,7 @@ impl EvictionManager {
     pub(super) async fn snapshot(
         &self,
         pressure: Vec<SignalObservation>,
-    ) -> (EvictionSnapshot, Vec<Pod>) {
+    ) -> (EvictionSnapshot, Vec<Arc<Pod>>) {
         let runtime_usage =
             match stats::pod::collect(&self.gc.cri, &self.config.node_name, &self.cpu).await {
                 Ok(usage) => usage,
@@ -59,7 +59,7 @@ impl EvictionManager {
                     HashMap::new()
                 }
             };
-        let pods: Vec<Pod> = self
+        let pods: Vec<Arc<Pod>> = self
             .store
             .list()
             .into_iter()

@@ -6,9 +6,10 @@ use super::{fs, pod::dir_usage};
 use crate::metrics::volume_stats::VolumeSample;
 use k8s_openapi::api::core::v1::Pod;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The emptyDirs of `pods` that exist on disk, measured.
-pub fn measure(root_dir: &Path, pods: &[Pod]) -> Vec<VolumeSample> {
+pub fn measure(root_dir: &Path, pods: &[Arc<Pod>]) -> Vec<VolumeSample> {
     let mut samples = Vec::new();
     for pod in pods {
         let (Some(uid), Some(spec)) = (pod.metadata.uid.as_deref(), pod.spec.as_ref()) else {
@@ -69,7 +70,7 @@ mod tests {
             .join("scratch");
         std::fs::create_dir_all(&dir).expect("mkdir");
         std::fs::write(dir.join("data"), vec![7u8; 64 * 1024]).expect("write");
-        let samples = measure(root.path(), &[pod_with_empty_dir("u1")]);
+        let samples = measure(root.path(), &[Arc::new(pod_with_empty_dir("u1"))]);
         assert_eq!(samples.len(), 1, "{samples:?}");
         let sample = &samples[0];
         assert_eq!(

@@ -40,8 +40,13 @@ impl StatusManager {
     }
 
     /// The pod as last written.
-    pub fn get(&self, uid: &str) -> Option<Pod> {
+    pub fn get(&self, uid: &str) -> Option<Arc<Pod>> {
         self.store.get(uid)
+    }
+
+    /// The status last published for the pod, copied without the rest of the pod.
+    pub fn published_status(&self, uid: &str) -> Option<PodStatus> {
+        self.store.get(uid).and_then(|pod| pod.status.clone())
     }
 
     /// Calls `f` with the pod of each of `uids` as last written, without copying it.
@@ -65,7 +70,7 @@ impl StatusManager {
 
     /// Marks the stored pod as being deleted (`deletionTimestamp`, grace period) as of now.
     pub fn mark_terminating(&self, uid: &str, grace: Duration) {
-        if let Some(mut pod) = self.get(uid) {
+        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
             pod.metadata.deletion_timestamp = Some(crate::timestamps::now());
             pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
             self.write(pod);
@@ -74,7 +79,7 @@ impl StatusManager {
 
     /// Marks the stored pod Failed / Evicted with `message` and a DisruptionTarget condition.
     pub fn mark_evicted(&self, uid: &str, message: String) {
-        if let Some(mut pod) = self.get(uid) {
+        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
             if let Some(status) = pod.status.as_mut() {
                 mark_evicted(status, message);
             }
@@ -84,7 +89,7 @@ impl StatusManager {
 
     /// Marks the pod Failed with `reason` and `message` (see [`super::mark_failed`]).
     pub fn mark_failed(&self, uid: &str, reason: &str, message: String) {
-        if let Some(mut pod) = self.get(uid) {
+        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
             if let Some(status) = pod.status.as_mut() {
                 super::mark_failed(status, reason, message);
             }
@@ -110,7 +115,7 @@ impl StatusManager {
         observe_generation(&mut pod);
         // Nothing changed (a periodic resync): no new version, so no write to the API server
         // (upstream's SetPodStatus no-op on an equal status).
-        if stored.as_ref() == Some(&pod) {
+        if stored.as_deref() == Some(&pod) {
             return;
         }
         let version = {
@@ -239,7 +244,10 @@ mod tests {
             ..Default::default()
         }]);
         manager.set_status(&pod, status);
-        let stored = store.get("g").and_then(|p| p.status).unwrap_or_default();
+        let stored = store
+            .get("g")
+            .and_then(|p| p.status.clone())
+            .unwrap_or_default();
         assert_eq!(stored.observed_generation, Some(7));
         assert_eq!(
             stored.conditions.unwrap_or_default()[0].observed_generation,
@@ -257,7 +265,10 @@ mod tests {
         manager.mark_evicted("a", "low on memory".into());
         assert!(manager.is_terminal("a"));
         assert_eq!(
-            store.get("a").and_then(|p| p.status).and_then(|s| s.reason),
+            store
+                .get("a")
+                .and_then(|p| p.status.clone())
+                .and_then(|s| s.reason),
             Some("Evicted".into())
         );
         manager.remove("a");
@@ -327,7 +338,7 @@ mod transition_tests {
         manager.set_status(&pod(policy), status(after));
         manager
             .get("u")
-            .and_then(|p| p.status)
+            .and_then(|p| p.status.clone())
             .and_then(|s| s.container_statuses)
             .and_then(|c| c.into_iter().next())
             .and_then(|c| c.state)
