@@ -116,6 +116,8 @@ sleep "$settle"
 pid=$(node_pid)
 [ -n "$pid" ] || die "the wasmlet process is gone; log $dir/wasmlet.log"
 grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
+# The node's CPU time so far, user and system, in clock ticks.
+ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 # The binary's own resident pages, mapping by mapping: the first read-only segment holds the
 # relocation table the loader reads at start, r-xp is the text, the second r--p the
 # relocated read-only data.
@@ -125,14 +127,13 @@ awk -v exe="$exe" '/^[0-9a-f]+-[0-9a-f]+ / { mapping = ($6 == exe) ? $2 : "" }
 echo "threads: $(ls "/proc/$pid/task" | wc -l)"
 requests=${PODS_REQUESTS:-0}
 if [ "$requests" -gt 0 ]; then
-  cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-  ticks_before=$(cpu_ticks)
+  ticks_before=$(ticks)
   started_ns=$(date +%s%N)
   for _ in $(seq 1 "$requests"); do
     curl -sf -o /dev/null "localhost:$port/pods" || die "GET /pods failed"
   done
   wall_us=$(( ($(date +%s%N) - started_ns) / 1000 / requests ))
-  cpu_us=$(( ($(cpu_ticks) - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests ))
+  cpu_us=$(( ($(ticks) - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests ))
   echo "GET /pods x $requests ($(curl -s "localhost:$port/pods" | wc -c) bytes): $wall_us us wall, $cpu_us us of the node's CPU per request"
 fi
 if [ "$mode" = rss ] && [ "${WORKING_SET:-1}" = 1 ]; then
@@ -156,7 +157,6 @@ for line in open(f"/proc/{pid}/maps"):
         if libc.syscall(SYS_PROCESS_MADVISE, pidfd, ctypes.byref(iov), 1, MADV_PAGEOUT, 0) < 0:
             sys.exit(f"process_madvise: {os.strerror(ctypes.get_errno())}")
 PY
-  ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
   before=$(ticks)
   sleep "$settle"
   echo "after the binary's pages were released, $settle s at rest (the working set):"

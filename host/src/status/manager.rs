@@ -46,7 +46,7 @@ impl StatusManager {
 
     /// The status last published for the pod, copied without the rest of the pod.
     pub fn published_status(&self, uid: &str) -> Option<PodStatus> {
-        self.store.get(uid).and_then(|pod| pod.status.clone())
+        self.get(uid).and_then(|pod| pod.status.clone())
     }
 
     /// Calls `f` with the pod of each of `uids` as last written, without copying it.
@@ -70,29 +70,34 @@ impl StatusManager {
 
     /// Marks the stored pod as being deleted (`deletionTimestamp`, grace period) as of now.
     pub fn mark_terminating(&self, uid: &str, grace: Duration) {
-        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
+        self.rewrite(uid, |pod| {
             pod.metadata.deletion_timestamp = Some(crate::timestamps::now());
             pod.metadata.deletion_grace_period_seconds = Some(grace.as_secs() as i64);
-            self.write(pod);
-        }
+        });
     }
 
     /// Marks the stored pod Failed / Evicted with `message` and a DisruptionTarget condition.
     pub fn mark_evicted(&self, uid: &str, message: String) {
-        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
+        self.rewrite(uid, |pod| {
             if let Some(status) = pod.status.as_mut() {
                 mark_evicted(status, message);
             }
-            self.write(pod);
-        }
+        });
     }
 
     /// Marks the pod Failed with `reason` and `message` (see [`super::mark_failed`]).
     pub fn mark_failed(&self, uid: &str, reason: &str, message: String) {
-        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
+        self.rewrite(uid, |pod| {
             if let Some(status) = pod.status.as_mut() {
                 super::mark_failed(status, reason, message);
             }
+        });
+    }
+
+    /// Writes a copy of the stored pod with `change` applied; a pod not stored stays unknown.
+    fn rewrite(&self, uid: &str, change: impl FnOnce(&mut Pod)) {
+        if let Some(mut pod) = self.get(uid).map(Arc::unwrap_or_clone) {
+            change(&mut pod);
             self.write(pod);
         }
     }
