@@ -4,14 +4,13 @@
 //! running containers; on removal it terminates the pod gracefully and cleans up after it.
 
 use crate::config::BackOffConfig;
-use crate::cri::api;
 use crate::kuberuntime::{PodSyncState, RuntimeManager, SyncError, SYNC_ERROR_RETRY};
 use crate::pleg::ExitHint;
 use crate::podutil;
-use crate::prober::{self, ContainerProbes, ProbeConfig, Prober};
+use crate::prober::{ContainerProbes, ProbeConfig, Prober};
 use crate::resources::PendingResize;
-use crate::runtime_status::{self, PodRuntimeStatus};
-use crate::status::{self, StatusInput, StatusManager, Waiting};
+use crate::runtime_status::PodRuntimeStatus;
+use crate::status::{StatusManager, Waiting};
 use crate::timestamps;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -51,6 +50,15 @@ impl NodeRuntime {
 pub enum WorkerMessage {
     /// Something changed (a PLEG event, a timer): compare runtime and spec again.
     Sync,
+    /// The PLEG found this container or sandbox running: a sync, unless the worker started
+    /// it itself and its last status already shows it running.
+    Started {
+        /// The runtime ID of the container or sandbox.
+        container_id: String,
+    },
+    /// A readiness result changed: publish the status again on the last runtime view, as
+    /// nothing the runtime holds changed.
+    Republish,
     /// containerd reported a container's exit before CRI recorded it: show it in the status
     /// now; the confirmed event that follows drives the sync.
     Exited {
@@ -236,6 +244,7 @@ impl PodWorker {
             let Some(first) = message else { return };
             let mut terminate: Option<Option<Duration>> = None;
             let mut sync = false;
+            let mut republish = false;
             let mut exits = Vec::new();
             let mut evict = None;
             let mut update = None;
@@ -252,6 +261,10 @@ impl PodWorker {
                         });
                     }
                     WorkerMessage::Sync => sync = true,
+                    WorkerMessage::Started { container_id } => {
+                        sync |= !self.shows_running(&container_id)
+                    }
+                    WorkerMessage::Republish => republish = true,
                     WorkerMessage::Exited { container_id, exit } => {
                         exits.push((container_id, exit))
                     }
@@ -294,6 +307,9 @@ impl PodWorker {
                 self.publish_exits(&exits);
             }
             if !sync {
+                if republish {
+                    self.republish();
+                }
                 continue;
             }
             let operation = if self.synced { "sync" } else { "create" };
@@ -396,104 +412,11 @@ impl PodWorker {
         self.resize_pending = resize_pending;
         self.probe_configs = probes::probe_configs(&self.pod);
     }
-
-    /// Shows exits reported by containerd's events in the status at once, on top of the last
-    /// runtime view; the sync that follows the confirmed event replaces it with CRI's record.
-    fn publish_exits(&mut self, exits: &[(String, ExitHint)]) {
-        let Some((mut runtime, waiting)) = self.last_published.clone() else {
-            return;
-        };
-        let mut changed = false;
-        for (id, exit) in exits {
-            let Some(container) = runtime.containers.iter_mut().find(|c| &c.id == id) else {
-                continue;
-            };
-            // A SIGKILL (137) may be the OOM killer's, whose event can come after the exit:
-            // CRI's record says which, so such exits wait for it.
-            if !runtime_status::is_running(container) || (exit.exit_code == 137 && !exit.oom_killed)
-            {
-                continue;
-            }
-            container.state = api::ContainerState::ContainerExited as i32;
-            container.exit_code = exit.exit_code;
-            container.finished_at = exit.finished_at;
-            container.reason = match (exit.oom_killed, exit.exit_code) {
-                (true, _) => "OOMKilled",
-                (false, 0) => "Completed",
-                (false, _) => "Error",
-            }
-            .into();
-            changed = true;
-        }
-        if changed {
-            debug!(
-                exits = exits.len(),
-                "status updated from containerd's exit events"
-            );
-            self.publish(&runtime, &waiting, false);
-        }
-    }
-
-    fn publish(
-        &mut self,
-        runtime: &PodRuntimeStatus,
-        waiting: &HashMap<String, Waiting>,
-        terminal: bool,
-    ) {
-        self.last_published = Some((runtime.clone(), waiting.clone()));
-        let previous = self.node.status.published_status(&self.uid);
-        let probes: HashMap<String, prober::ProbeView> = self
-            .probes
-            .iter()
-            .filter(|(name, p)| runtime.latest(name).is_some_and(|c| c.id == p.container_id))
-            .map(|(name, p)| (name.clone(), p.view()))
-            .collect();
-        let status = status::generate(&StatusInput {
-            probes: &probes,
-            pod: &self.pod,
-            runtime,
-            waiting,
-            host_ip: self.node.node_ip(),
-            runtime_name: &self.node.runtime_name,
-            start_time: self.start_time.clone(),
-            previous: previous.as_ref(),
-            terminal,
-            applied: self.sync_state.applied_resources(),
-            resize_pending: self.resize_pending.as_ref(),
-        });
-        if !self.start_recorded && status.phase.as_deref() == Some("Running") {
-            self.start_recorded = true;
-            self.record_start();
-        }
-        self.node.status.set_status(&self.pod, status);
-    }
-
-    /// The pod runs for the first time: upstream's start duration and start SLI.
-    fn record_start(&self) {
-        let since_seen = self.first_seen.elapsed().as_secs_f64();
-        let sli = self
-            .pod
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .and_then(timestamps::system_time)
-            .and_then(|created| SystemTime::now().duration_since(created).ok())
-            .map(|age| {
-                age.saturating_sub(self.sync_state.image_pulling())
-                    .as_secs_f64()
-            });
-        let host_network = self
-            .pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.host_network)
-            .unwrap_or(false);
-        crate::metrics::kubelet::kubelet().pod_started(since_seen, sli, host_network);
-    }
 }
 
 mod ending;
 mod probes;
+mod publish;
 mod teardown;
 mod terminate;
 

@@ -9,7 +9,7 @@ use crate::eviction::EvictRequest;
 use crate::health::Health;
 use crate::kuberuntime::pod_cgroup;
 use crate::metrics::kubelet as kubelet_metrics;
-use crate::pleg::PlegEvent;
+use crate::pleg::{PlegEvent, PlegEventKind};
 use crate::pod_worker::{self, NodeRuntime, WorkerHandle, WorkerMessage};
 use crate::podutil;
 use crate::source::merge::{PodUpdates, SourcePod};
@@ -107,9 +107,10 @@ impl SyncLoop {
                 }
                 Some(event) = inputs.pleg_events.recv() => {
                     if let Some(worker) = self.workers.get(&event.pod_uid) {
-                        worker.send(match event.exit {
-                            Some(exit) => WorkerMessage::Exited { container_id: event.container_id, exit },
-                            None => WorkerMessage::Sync,
+                        worker.send(match (event.exit, event.kind) {
+                            (Some(exit), _) => WorkerMessage::Exited { container_id: event.container_id, exit },
+                            (None, PlegEventKind::ContainerStarted) => WorkerMessage::Started { container_id: event.container_id },
+                            (None, _) => WorkerMessage::Sync,
                         });
                     }
                 }

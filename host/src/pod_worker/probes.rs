@@ -102,9 +102,14 @@ impl PodWorker {
                 pod_containers: pod_containers.clone(),
             };
             let weak = self.myself.clone();
-            let notify: prober::Notify = Arc::new(move || {
+            // Readiness changes only the status (upstream's `SetContainerReadiness`); a
+            // liveness failure or a startup success changes what the runtime must do.
+            let notify: prober::Notify = Arc::new(move |kind| {
                 if let Some(inbox) = weak.upgrade() {
-                    let _ = inbox.send(WorkerMessage::Sync);
+                    let _ = inbox.send(match kind {
+                        ProbeKind::Readiness => WorkerMessage::Republish,
+                        ProbeKind::Liveness | ProbeKind::Startup => WorkerMessage::Sync,
+                    });
                 }
             });
             let started_at =

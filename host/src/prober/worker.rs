@@ -59,8 +59,9 @@ struct Schedule {
     stopped: tokio::sync::watch::Receiver<bool>,
 }
 
-/// Called when a probe publishes a new result: the pod worker syncs.
-pub type Notify = Arc<dyn Fn() + Send + Sync>;
+/// Called with the probe's kind when it publishes a new result: the pod worker syncs after
+/// a liveness or startup result, and publishes its status again after a readiness one.
+pub type Notify = Arc<dyn Fn(ProbeKind) + Send + Sync>;
 
 /// The probe tasks of one running container (one container ID). Dropping it stops them.
 pub struct ContainerProbes {
@@ -358,7 +359,7 @@ async fn run_worker(
         };
         if shared.publish(config.kind, publish, message.clone()) {
             info!(result = ?publish, %message, "probe result changed");
-            notify();
+            notify(config.kind);
         }
         // After a liveness or startup failure the probe holds until a new container runs.
         if publish == ProbeResult::Failure && config.kind != ProbeKind::Readiness {
