@@ -33,13 +33,18 @@ fn problem(field: impl Into<String>, reason: impl Into<String>) -> ManifestProbl
     }
 }
 
-/// Where a parse error is, as a field of the manifest: the path without the `?` segments a
-/// YAML scan error leaves where it stopped (a key it could not read), so a syntax error inside
-/// `spec.containers[0]` names that container; the root, or nothing left, is `(document)`,
-/// and the reason gives the line and column.
-fn error_place(path: &str) -> String {
+/// Where a parse error is, as a field of the manifest. When the text is no YAML at all
+/// (`scan_error`), the path loses the `?` segments the scanner leaves where it stopped (a key
+/// it could not read), so a syntax error inside `spec.containers[0]` names that container;
+/// otherwise the path is exact, and a key may itself end in `?`. The root, or nothing left,
+/// is `(document)`, and the reason gives the line and column.
+fn error_place(path: &str, scan_error: bool) -> String {
     let mut place = path;
-    while let Some(rest) = place.strip_suffix(".?").or_else(|| place.strip_suffix('?')) {
+    while let Some(rest) = place
+        .strip_suffix(".?")
+        .or_else(|| place.strip_suffix('?'))
+        .filter(|_| scan_error)
+    {
         place = rest;
     }
     if place.is_empty() || place == "." {
@@ -84,7 +89,8 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
             }
             _ => {}
         }
-        let place = error_place(&e.path);
+        let scan_error = wasmlet_plugin_host::yaml::document_count(text).is_err();
+        let place = error_place(&e.path, scan_error);
         if place == "(document)" {
             type_problem(text).unwrap_or_else(|| problem(place, e.message))
         } else {

@@ -165,12 +165,27 @@ fn a_yaml_scan_error_names_where_it_stopped() {
     let problem = load(text, Path::new("/m/p.yaml"), "node").unwrap_err();
     assert_eq!(problem.field, "spec.containers[0]", "{problem}");
     assert!(problem.reason.contains("line"), "{problem}");
-    assert_eq!(error_place("spec.?"), "spec");
+    assert_eq!(error_place("spec.?", true), "spec");
     let wrong = "apiVersion: v2\nkind: Pod\nspec: {containers: [{name: c, image: b}]}\n";
     let problem = load(wrong, Path::new("/m/p.yaml"), "node").unwrap_err();
     assert_eq!(problem.field, "apiVersion", "{problem}");
-    assert_eq!(error_place("?"), "(document)");
-    assert_eq!(error_place("."), "(document)");
+    assert_eq!(error_place("?", true), "(document)");
+    assert_eq!(error_place(".", false), "(document)");
+}
+
+/// The property test's finding: a key that ends in `?` (a `\r` and `.?` spliced into a
+/// flow mapping's key, read folded as `v .?`) in a document that is valid YAML is the
+/// field's own name, not a place the scanner stopped at.
+#[test]
+fn a_key_ending_in_a_question_mark_is_named_whole() {
+    let text = VALID.replace("limits: {cpu: '1'", "limits: {v\t\r.?, cpu: '1'");
+    let problem = load(&text, Path::new("/m/p.yaml"), "node").unwrap_err();
+    assert_eq!(
+        problem.field, "spec.containers[0].resources.limits.v .?",
+        "{problem}"
+    );
+    check(&text);
+    assert_eq!(error_place("spec.a?", false), "spec.a?");
 }
 
 /// The property test's finding: a `\r` spliced into a flow mapping's key, which the loader
