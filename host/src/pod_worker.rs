@@ -51,7 +51,7 @@ pub enum WorkerMessage {
     /// Something changed (a PLEG event, a timer): compare runtime and spec again.
     Sync,
     /// The PLEG found this container or sandbox running: a sync, unless the worker started
-    /// it itself and its last status already shows it running.
+    /// it itself and its last status already shows it and the whole pod running.
     Started {
         /// The runtime ID of the container or sandbox.
         container_id: String,

@@ -62,6 +62,32 @@ fn pod_reaches_running_with_an_ip_and_serves_http() {
     });
 }
 
+/// Each sidecar starts once the one declared before it runs, which the worker learns from
+/// the PLEG's report of that start: the pod runs within seconds, not at the next periodic
+/// sync (a minute).
+#[test]
+fn sidecars_start_one_after_another_without_waiting_for_a_resync() {
+    let node = Node::start("t-sidecars");
+    node.write_manifest("sidecars.yaml", include_str!("pods/pods-sidecars.yaml"));
+    let pod = node.wait_for(
+        "the app and both sidecars running",
+        Duration::from_secs(30),
+        |n| {
+            n.pod("sidecars").filter(|p| {
+                let running = |statuses: &serde_json::Value| {
+                    statuses
+                        .as_array()
+                        .is_some_and(|s| s.iter().all(|c| c["state"]["running"].is_object()))
+                };
+                running(&p["status"]["initContainerStatuses"])
+                    && running(&p["status"]["containerStatuses"])
+            })
+        },
+    );
+    assert_eq!(pod["status"]["phase"], "Running", "{pod}");
+    assert_eq!(pod["status"]["initContainerStatuses"][1]["name"], "proxy");
+}
+
 #[test]
 fn host_network_pod_uses_the_node_ip() {
     let node = Node::start("t-hostnet");

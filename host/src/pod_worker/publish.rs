@@ -13,16 +13,30 @@ use std::time::SystemTime;
 use tracing::debug;
 
 impl PodWorker {
-    /// Whether the last status published shows `id` (a container's or a sandbox's runtime
-    /// ID) running: a PLEG start of it is one this worker made and has already shown.
+    /// Whether a PLEG start of `id` (a container's or a sandbox's runtime ID) is one this
+    /// worker made and has already shown: the last status published shows it running, and
+    /// every app container and sidecar of the spec running, so no later sync waits on it (the
+    /// next sidecar starts once the one before runs).
     pub(super) fn shows_running(&self, id: &str) -> bool {
-        self.last_published.as_ref().is_some_and(|(runtime, _)| {
-            runtime.sandboxes.iter().any(|s| s.id == id && s.ready)
+        let Some((runtime, _)) = &self.last_published else {
+            return false;
+        };
+        let running = |name: &str| runtime.latest(name).is_some_and(runtime_status::is_running);
+        let all_running = self.pod.spec.iter().all(|spec| {
+            spec.containers.iter().all(|c| running(&c.name))
+                && spec
+                    .init_containers
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+                    .all(|c| running(&c.name))
+        });
+        all_running
+            && (runtime.sandboxes.iter().any(|s| s.id == id && s.ready)
                 || runtime
                     .containers
                     .iter()
-                    .any(|c| c.id == id && runtime_status::is_running(c))
-        })
+                    .any(|c| c.id == id && runtime_status::is_running(c)))
     }
 
     /// Publishes the status again on the last runtime view, for a readiness result.
