@@ -46,7 +46,7 @@ fn families(text: &str) -> BTreeMap<String, (String, BTreeSet<String>)> {
 }
 
 /// The value of the sample `series` (name and labels exactly as written), if present.
-fn value(text: &str, series: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.split(' ').next()?.parse().ok())

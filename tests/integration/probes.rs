@@ -27,15 +27,10 @@ fn running(pod: &Value, container: &str) -> bool {
 }
 
 /// How many syncs after the first the node's pod workers have run (`/metrics`).
-fn later_syncs(node: &Node) -> u64 {
+fn later_syncs(node: &Node) -> f64 {
     let metrics = node.try_get("/metrics").expect("/metrics");
-    metrics
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix("kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"} ")
-        })
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0)
+    let series = r#"kubelet_pod_worker_duration_seconds_count{operation_type="sync"}"#;
+    crate::metrics::value(&metrics, series).unwrap_or(0.0)
 }
 
 #[test]
@@ -154,7 +149,7 @@ fn tcp_readiness_flips_ready() {
     // within its 100 ms relists, but the worker had started both and shows them; readiness
     // changes the status only, which is published on the last runtime view (a sync would
     // read the runtime again).
-    assert_eq!(later_syncs(&node), 0, "{}", node.log_tail());
+    assert_eq!(later_syncs(&node), 0.0, "{}", node.log_tail());
     // The server stops: not Ready again, and nothing restarts (readiness never kills).
     let pod = node.wait_for("not Ready again", Duration::from_secs(30), |n| {
         n.pod("ready").filter(|p| condition(p, "Ready") == "False")

@@ -75,7 +75,7 @@ fn pod_limit(spec: &PodSpec, resource: &str, read: Read) -> Option<i64> {
     let (mut sidecars, mut init) = (0i64, 0i64);
     for container in spec.init_containers.iter().flatten() {
         let own = limit_of(container, resource, read);
-        let running = if container.restart_policy.as_deref() == Some("Always") {
+        let running = if crate::podutil::is_sidecar(container) {
             total = total.saturating_add(own);
             sidecars = sidecars.saturating_add(own);
             sidecars

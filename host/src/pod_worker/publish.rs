@@ -4,6 +4,7 @@
 use super::PodWorker;
 use crate::cri::api;
 use crate::pleg::ExitHint;
+use crate::podutil;
 use crate::prober;
 use crate::runtime_status::{self, PodRuntimeStatus};
 use crate::status::{self, StatusInput, Waiting};
@@ -28,7 +29,7 @@ impl PodWorker {
                     .init_containers
                     .iter()
                     .flatten()
-                    .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+                    .filter(|c| podutil::is_sidecar(c))
                     .all(|c| running(&c.name))
         });
         all_running

@@ -79,7 +79,8 @@ fn type_problem(text: &str) -> Option<ManifestProblem> {
 pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestProblem> {
     // One document reads as a pod or names its field; only a text that does not is counted.
     let mut pod: Pod = wasmlet_plugin_host::yaml::from_str(text).map_err(|e| {
-        match wasmlet_plugin_host::yaml::document_count(text) {
+        let documents = wasmlet_plugin_host::yaml::document_count(text);
+        match documents {
             Ok(0) => return problem("(file)", "is empty"),
             Ok(2..) => {
                 return problem(
@@ -89,8 +90,7 @@ pub fn load(text: &str, file: &Path, node_name: &str) -> Result<Pod, ManifestPro
             }
             _ => {}
         }
-        let scan_error = wasmlet_plugin_host::yaml::document_count(text).is_err();
-        let place = error_place(&e.path, scan_error);
+        let place = error_place(&e.path, documents.is_err());
         if place == "(document)" {
             type_problem(text).unwrap_or_else(|| problem(place, e.message))
         } else {

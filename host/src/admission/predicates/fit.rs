@@ -228,7 +228,7 @@ fn requests(pod: &Pod, keep: &dyn Fn(&str) -> bool) -> (Amounts, Vec<BadQuantity
     let mut init = Amounts::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         let own = container(c, &format!("spec.initContainers[{i}]"), keep, &mut bad);
-        if c.restart_policy.as_deref() == Some("Always") {
+        if crate::podutil::is_sidecar(c) {
             add(&mut total, &own);
             add(&mut sidecars, &own);
             raise(&mut init, &sidecars);

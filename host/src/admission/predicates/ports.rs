@@ -23,7 +23,7 @@ fn host_ports(pod: &Pod) -> impl Iterator<Item = HostPort<'_>> {
         .and_then(|s| s.init_containers.as_ref())
         .into_iter()
         .flatten()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        .filter(|c| crate::podutil::is_sidecar(c));
     let apps = spec.into_iter().flat_map(|s| s.containers.iter());
     sidecars
         .chain(apps)
