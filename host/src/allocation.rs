@@ -137,7 +137,7 @@ impl Allocations {
         let Some(granted) = self.granted.get(crate::podutil::uid(pod)) else {
             return false;
         };
-        resizable(pod).any(|c| {
+        crate::podutil::sidecars_and_app_containers(pod).any(|c| {
             granted
                 .get(&c.name)
                 .is_some_and(|g| *g != spec_resources(c))
@@ -296,18 +296,6 @@ fn refusal(
     })
 }
 
-/// The containers whose resources can change in place: app containers and sidecars
-/// (upstream's `IsResizableContainer`).
-fn resizable(pod: &Pod) -> impl Iterator<Item = &Container> {
-    let spec = pod.spec.as_ref();
-    let sidecars = spec
-        .and_then(|s| s.init_containers.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|c| crate::podutil::is_sidecar(c));
-    spec.into_iter().flat_map(|s| &s.containers).chain(sidecars)
-}
-
 /// `pod` itself when `form` borrows it, else the new form.
 fn shared(pod: &Arc<Pod>, form: Cow<'_, Pod>) -> Arc<Pod> {
     match form {
@@ -351,7 +339,7 @@ fn with_resources_borrowed<'a>(
 
 /// What `pod`'s spec asks for, container by container (upstream's `allocationFromPod`).
 fn allocation_of(pod: &Pod) -> BTreeMap<String, ResourceRequirements> {
-    resizable(pod)
+    crate::podutil::sidecars_and_app_containers(pod)
         .map(|c| (c.name.clone(), spec_resources(c)))
         .collect()
 }

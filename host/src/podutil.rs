@@ -59,6 +59,21 @@ pub fn is_sidecar(container: &Container) -> bool {
     container.restart_policy.as_deref() == Some("Always")
 }
 
+/// The containers that run for as long as the pod does: its sidecars in the order declared,
+/// then its app containers. They are what probes watch, what an in-place resize may change
+/// (upstream's `IsResizableContainer`), what may hold host ports, and what must all run
+/// before a pod's start is complete.
+pub fn sidecars_and_app_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
+    pod.spec.iter().flat_map(|spec| {
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .filter(|c| is_sidecar(c));
+        sidecars.chain(&spec.containers)
+    })
+}
+
 /// Each readiness gate's condition type with the condition of that type in the pod's status,
 /// if there is one: other controllers write them, and the pod's Ready condition follows them.
 pub fn readiness_gates(pod: &Pod) -> impl Iterator<Item = (&str, Option<&PodCondition>)> {

@@ -16,14 +16,7 @@ use tracing::debug;
 /// The probes of each app container and sidecar of `pod` that declares any (spec and plugin
 /// annotations).
 pub(super) fn probe_configs(pod: &Pod) -> HashMap<String, Vec<ProbeConfig>> {
-    pod.spec
-        .iter()
-        .flat_map(|s| {
-            let sidecars = s.init_containers.iter().flatten();
-            sidecars
-                .filter(|c| podutil::is_sidecar(c))
-                .chain(&s.containers)
-        })
+    podutil::sidecars_and_app_containers(pod)
         .map(|c| (c.name.clone(), prober::container_probes(pod, c)))
         .filter(|(_, probes)| !probes.is_empty())
         .collect()

@@ -23,16 +23,7 @@ impl PodWorker {
             return false;
         };
         let running = |name: &str| runtime.latest(name).is_some_and(runtime_status::is_running);
-        let all_running = self.pod.spec.iter().all(|spec| {
-            spec.containers.iter().all(|c| running(&c.name))
-                && spec
-                    .init_containers
-                    .iter()
-                    .flatten()
-                    .filter(|c| podutil::is_sidecar(c))
-                    .all(|c| running(&c.name))
-        });
-        all_running
+        podutil::sidecars_and_app_containers(&self.pod).all(|c| running(&c.name))
             && (runtime.sandboxes.iter().any(|s| s.id == id && s.ready)
                 || runtime
                     .containers

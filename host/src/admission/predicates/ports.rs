@@ -18,15 +18,7 @@ struct HostPort<'a> {
 /// The host ports the pod binds while it runs (`schedutil.GetHostPorts`): its app containers'
 /// and its sidecars' (restartable init containers), not those of init containers that exit.
 fn host_ports(pod: &Pod) -> impl Iterator<Item = HostPort<'_>> {
-    let spec = pod.spec.as_ref();
-    let sidecars = spec
-        .and_then(|s| s.init_containers.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|c| crate::podutil::is_sidecar(c));
-    let apps = spec.into_iter().flat_map(|s| s.containers.iter());
-    sidecars
-        .chain(apps)
+    crate::podutil::sidecars_and_app_containers(pod)
         .flat_map(|c| c.ports.iter().flatten())
         .filter_map(|p| {
             let port = p.host_port.filter(|port| *port > 0)?;
