@@ -5,6 +5,7 @@
 #
 #   scripts/heap-profile.sh rss                 # RSS only
 #   scripts/heap-profile.sh heaptrack [OUT]     # profile to OUT.zst (default /tmp/wasmlet-heap)
+#   scripts/heap-profile.sh text [OUT]          # the functions run, to OUT (host/text-order.txt)
 #
 # `rss` then releases the binary's file pages and reads again after SETTLE seconds: the
 # working set at rest (WORKING_SET=0 skips it). RESTART=1 kills the node once all pods are
@@ -18,12 +19,19 @@
 # removed afterwards by a second run of the node with no manifests. Read a profile with
 # `heaptrack_print -f OUT.zst --flamegraph-cost-type leaked -F stacks.folded`: what is
 # "leaked" is what was live when the node was stopped.
+# `text` runs the node with lib/exact-text-faults.c preloaded, so that each text page it maps
+# is one it ran, and writes the functions on those pages in address order, one mangled name a
+# line: the link order of the binary's text (host/build.rs), which packs what the node runs at
+# start and at rest into as few pages as it takes. Needs a C compiler and Linux 6.7+.
 set -euo pipefail
 mode=${1:-rss}
-out=${2:-/tmp/wasmlet-heap}
+root=$(cd "$(dirname "$0")/.." && pwd)
+case $mode in
+  text) out=${2:-$root/host/text-order.txt} ;;
+  *) out=${2:-/tmp/wasmlet-heap} ;;
+esac
 pods=${PODS:-110}
 settle=${SETTLE:-30}
-root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WASMLET_BIN:-$root/target/release/wasmlet}
 socket=${SOCKET:-/var/lib/wasmlet-node/containerd.sock}
 port=19955
@@ -37,7 +45,11 @@ case $mode in
   rss) wrap=() ;;
   heaptrack) command -v heaptrack >/dev/null || die "heaptrack is not installed (apt-get install heaptrack)"
              wrap=(heaptrack -o "$out") ;;
-  *) die "usage: $0 rss | heaptrack [OUT]" ;;
+  text) command -v cc >/dev/null || die "text needs a C compiler (cc) for lib/exact-text-faults.c"
+        cc -O2 -shared -fPIC -o "$dir/exact-text-faults.so" "$root/scripts/lib/exact-text-faults.c" \
+          || die "cannot build scripts/lib/exact-text-faults.c"
+        wrap=(env LD_PRELOAD="$dir/exact-text-faults.so") ;;
+  *) die "usage: $0 rss | heaptrack [OUT] | text [OUT]" ;;
 esac
 
 cat > "$dir/config.yaml" <<EOF
@@ -162,6 +174,40 @@ PY
   echo "after the binary's pages were released, $settle s at rest (the working set):"
   grep -E "VmRSS|RssAnon|RssFile" "/proc/$pid/status"
   echo "CPU over those $settle s: $(( ($(ticks) - before) * 100 / $(getconf CLK_TCK) )) centi-seconds"
+fi
+if [ "$mode" = text ]; then
+  # Every text page mapped was run (no fault-around). A function that ran was entered, so the
+  # page of its first byte is among them: the functions that start on one, each named once,
+  # in the order of their addresses.
+  python3 - "$pid" "$out" <<'PY'
+import os, struct, subprocess, sys
+pid, out = int(sys.argv[1]), sys.argv[2]
+exe = os.readlink(f"/proc/{pid}/exe")
+mappings = [fields for fields in (line.split() for line in open(f"/proc/{pid}/maps"))
+            if len(fields) >= 6 and fields[5] == exe]
+bias = min(int(m[0].split("-")[0], 16) - int(m[2], 16) for m in mappings)
+run_pages = set()
+with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+    for m in mappings:
+        if "x" not in m[1]:
+            continue
+        start, end = (int(x, 16) for x in m[0].split("-"))
+        pagemap.seek(start // 4096 * 8)
+        entries = pagemap.read((end - start) // 4096 * 8)
+        run_pages.update((start - bias) // 4096 + index for index in range((end - start) // 4096)
+                         if struct.unpack_from("<Q", entries, index * 8)[0] >> 63)
+nm = subprocess.run(["nm", "--print-size", "--defined-only", exe],
+                    capture_output=True, text=True, check=True).stdout
+run = {}
+for fields in map(str.split, nm.splitlines()):
+    if len(fields) == 4 and fields[2] in "tTwW" and int(fields[0], 16) // 4096 in run_pages:
+        run.setdefault(int(fields[0], 16), (int(fields[1], 16), fields[3]))
+with open(out, "w") as listing:
+    listing.writelines(run[address][1] + "\n" for address in sorted(run))
+size = sum(size for size, _ in run.values()) / 1048576
+print(f"{len(run_pages)} text pages run ({len(run_pages) / 256:.1f} MiB); {len(run)} functions "
+      f"({size:.1f} MiB) written to {out}")
+PY
 fi
 kill -9 "$pid"
 sleep 1

@@ -22,4 +22,6 @@ mod restarts;
 mod secure_port;
 mod stats;
 mod streaming;
+#[cfg(text_order)]
+mod text_order;
 mod volumes;
