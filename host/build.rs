@@ -60,7 +60,9 @@ fn glibc_version() -> Option<(u32, u32)> {
 /// order after them, and names that no longer exist are passed over, so a stale list costs
 /// memory, never correctness. Only lld reads the list: it is passed where lld is the linker,
 /// the default of rustc 1.90 and later for x86_64 Linux, and no other linker is configured.
-/// Sets `cfg(text_order)` for the test that checks the layout.
+/// The names hold hashes that differ from one compiler to the next, so a list made with
+/// another rustc than its first line names is left out, with a warning. Sets
+/// `cfg(text_order)` for the test that checks the layout.
 fn order_text() {
     println!("cargo::rustc-check-cfg=cfg(text_order)");
     println!("cargo:rerun-if-changed=text-order.txt");
@@ -68,27 +70,46 @@ fn order_text() {
         println!("cargo:rerun-if-env-changed={variable}");
     }
     let var = |name| std::env::var(name).unwrap_or_default();
+    let rustc = rustc_version().unwrap_or_default();
     let default_lld = var("TARGET") == "x86_64-unknown-linux-gnu"
-        && rustc_minor_version().is_some_and(|minor| minor >= 90);
+        && minor_version(&rustc).is_some_and(|minor| minor >= 90);
     let other_linker = !var("RUSTC_LINKER").is_empty()
         || ["linker", "link-self-contained"]
             .iter()
             .any(|option| var("CARGO_ENCODED_RUSTFLAGS").contains(option));
     let list = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("text-order.txt");
-    if default_lld && !other_linker && list.is_file() {
-        let flag = "cargo:rustc-link-arg-bin=wasmlet=-Wl";
-        println!("{flag},--symbol-ordering-file={}", list.display());
-        println!("{flag},--no-warn-symbol-ordering");
-        println!("cargo:rustc-cfg=text_order");
+    let Ok(text) = std::fs::read_to_string(&list) else {
+        return;
+    };
+    if !default_lld || other_linker {
+        return;
     }
+    let made_with = text.lines().next().and_then(|line| line.strip_prefix("# "));
+    if made_with != Some(rustc.as_str()) {
+        println!(
+            "cargo:warning=host/text-order.txt was made with {}, this is {rustc}: the node \
+             binary is linked without it (scripts/heap-profile.sh text writes it again)",
+            made_with.unwrap_or("no rustc named on its first line")
+        );
+        return;
+    }
+    let flag = "cargo:rustc-link-arg-bin=wasmlet=-Wl";
+    println!("{flag},--symbol-ordering-file={}", list.display());
+    println!("{flag},--no-warn-symbol-ordering");
+    println!("cargo:rustc-cfg=text_order");
 }
 
-/// The minor version of the rustc that builds the crate (`rustc 1.95.0 (...)` gives 95).
-fn rustc_minor_version() -> Option<u32> {
+/// The first line of `rustc --version` of the compiler that builds the crate.
+fn rustc_version() -> Option<String> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let output = Command::new(rustc).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
-    let version = text.split_whitespace().nth(1)?;
+    Some(text.lines().next()?.trim().to_owned())
+}
+
+/// The minor version in a `rustc --version` line (`rustc 1.95.0 (...)` gives 95).
+fn minor_version(rustc: &str) -> Option<u32> {
+    let version = rustc.split_whitespace().nth(1)?;
     let mut parts = version.split('.');
     (parts.next()? == "1").then_some(())?;
     parts.next()?.parse().ok()

@@ -21,8 +21,9 @@
 # "leaked" is what was live when the node was stopped.
 # `text` runs the node with lib/exact-text-faults.c preloaded, so that each text page it maps
 # is one it ran, and writes the functions on those pages in address order, one mangled name a
-# line: the link order of the binary's text (host/build.rs), which packs what the node runs at
-# start and at rest into as few pages as it takes. Needs a C compiler and Linux 6.7+.
+# line after one naming the rustc that built it: the link order of the binary's text
+# (host/build.rs), which packs what the node runs at start and at rest into as few pages as it
+# takes. Needs a C compiler and Linux 6.7+.
 set -euo pipefail
 mode=${1:-rss}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -178,9 +179,10 @@ fi
 if [ "$mode" = text ]; then
   # Every text page mapped was run (no fault-around). A function that ran was entered, so the
   # page of its first byte is among them: the functions that start on one, each named once,
-  # in the order of their addresses.
+  # in the order of their addresses. The first line names the rustc that built the binary (its
+  # `.comment`), whose hashes the names hold: host/build.rs uses the list with that rustc only.
   python3 - "$pid" "$out" <<'PY'
-import os, struct, subprocess, sys
+import os, re, struct, subprocess, sys
 pid, out = int(sys.argv[1]), sys.argv[2]
 exe = os.readlink(f"/proc/{pid}/exe")
 mappings = [fields for fields in (line.split() for line in open(f"/proc/{pid}/maps"))
@@ -202,7 +204,13 @@ run = {}
 for fields in map(str.split, nm.splitlines()):
     if len(fields) == 4 and fields[2] in "tTwW" and int(fields[0], 16) // 4096 in run_pages:
         run.setdefault(int(fields[0], 16), (int(fields[1], 16), fields[3]))
+comment = subprocess.run(["readelf", "-p", ".comment", exe],
+                         capture_output=True, text=True, check=True).stdout
+rustc = re.search(r"rustc version (.+?)\s*$", comment, re.MULTILINE)
+if not rustc:
+    sys.exit(f"heap-profile: {exe} names no rustc in its .comment section")
 with open(out, "w") as listing:
+    listing.write(f"# rustc {rustc.group(1)}\n")
     listing.writelines(run[address][1] + "\n" for address in sorted(run))
 size = sum(size for size, _ in run.values()) / 1048576
 print(f"{len(run_pages)} text pages run ({len(run_pages) / 256:.1f} MiB); {len(run)} functions "
