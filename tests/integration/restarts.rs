@@ -63,11 +63,14 @@ fn crash_loop_back_off_doubles_to_the_cap() {
             .map(|s| s.1)
             .unwrap_or_else(|| panic!("restart {count} not observed: {seen:?}"))
     };
-    // Expected wait before restart k (k >= 2): 1s, 2s, 4s, then capped at 4s.
+    // Expected wait before restart k (k >= 2): 1s, 2s, 4s, then capped at 4s. A gap also holds
+    // the container's create and start, which took up to 1.6 s under the whole suite's load on
+    // 2 cores (a 2.6 s gap for the 1 s back-off in one CI run); the lower bounds show the
+    // doubling, the upper ones the cap (an uncapped 8 s would exceed 6.5 s).
     for (k, backoff) in [(2, 1.0), (3, 2.0), (4, 4.0), (5, 4.0)] {
         let gap = secs(at(k) - at(k - 1));
         assert!(
-            gap >= backoff - 0.1 && gap <= backoff + 1.5,
+            gap >= backoff - 0.1 && gap <= backoff + 2.5,
             "restart {k} came {gap:.2}s after restart {}, expected ~{backoff}s back-off",
             k - 1
         );
