@@ -73,17 +73,18 @@ fn order_text() {
     let rustc = rustc_version().unwrap_or_default();
     let default_lld = var("TARGET") == "x86_64-unknown-linux-gnu"
         && minor_version(&rustc).is_some_and(|minor| minor >= 90);
+    let rustflags = var("CARGO_ENCODED_RUSTFLAGS");
     let other_linker = !var("RUSTC_LINKER").is_empty()
         || ["linker", "link-self-contained"]
             .iter()
-            .any(|option| var("CARGO_ENCODED_RUSTFLAGS").contains(option));
+            .any(|option| rustflags.contains(option));
+    if !default_lld || other_linker {
+        return;
+    }
     let list = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("text-order.txt");
     let Ok(text) = std::fs::read_to_string(&list) else {
         return;
     };
-    if !default_lld || other_linker {
-        return;
-    }
     let made_with = text.lines().next().and_then(|line| line.strip_prefix("# "));
     if made_with != Some(rustc.as_str()) {
         println!(
